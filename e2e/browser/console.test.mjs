@@ -102,6 +102,27 @@ test('the triage queue filters, shows new tickets live and edits in place', asyn
   await page.getByLabel('Priority of Greeting skipped the recording disclosure').selectOption('medium');
   await eventually('the priority change reached the API', async () =>
     (await api('GET', '/v1/convai/triage-tickets/' + tickets.greeting.agentqa_ticket_id)).priority === 'medium');
+
+  // By keyboard, a choice is saved once, when it is made (Enter), not at
+  // each arrow-key step: up and down again, then Enter, sends nothing;
+  // up, down, up, up (high, urgent, high, medium), then Enter, one PATCH.
+  const hold = '/v1/convai/triage-tickets/' + tickets.live.agentqa_ticket_id;
+  const changesBefore = (await api('GET', hold)).priority_changes.length;
+  const patches = [];
+  const countPatches = (r) => { if (r.method() === 'PATCH') patches.push(r.postDataJSON()); };
+  page.on('request', countPatches);
+  const saved = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.request().postDataJSON().priority === 'medium');
+  await page.getByLabel('Priority of Hold music played for two minutes').focus();
+  for (const k of ['ArrowUp', 'ArrowDown', 'Enter', 'ArrowUp', 'ArrowDown', 'ArrowUp', 'ArrowUp', 'Enter']) await page.keyboard.press(k);
+  await saved;
+  page.off('request', countPatches);
+  assert.deepEqual(patches, [{priority: 'medium'}], 'the arrow-key steps were saved one by one');
+  const afterKeys = await api('GET', hold);
+  assert.equal(afterKeys.priority, 'medium');
+  assert.equal(afterKeys.priority_changes.length, changesBefore + 1, 'one change in the history');
+  // The redrawn row's select keeps the focus.
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Priority of Hold music played for two minutes' &&
+    document.activeElement.value === 'medium');
 });
 
 test('a ticket: comment, assign, change status, merge a duplicate, transcript', async () => {
@@ -142,10 +163,25 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await eventually('the status reached the API', async () =>
     (await api('GET', '/v1/convai/triage-tickets/' + id)).status === 'in_progress');
   await page.getByText('Status → in progress').waitFor(); // the history
+  // By keyboard: a step down and Enter saves once, and the focus stays on
+  // the select, drawn again.
+  const ticketPatches = [];
+  const countTicketPatches = (r) => { if (r.method() === 'PATCH') ticketPatches.push(r.postDataJSON()); };
+  page.on('request', countTicketPatches);
+  await page.getByLabel('Priority', {exact: true}).focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await page.getByText('Priority → urgent').waitFor();
+  page.off('request', countTicketPatches);
+  assert.deepEqual(ticketPatches, [{priority: 'urgent'}]);
+  assert.equal(await page.evaluate(() => document.activeElement?.labels?.[0]?.textContent), 'Priority', 'the focus left the priority select');
 
   await page.getByLabel('Caller asked twice about delivery times').check();
   await page.getByRole('button', {name: 'Merge selected'}).click();
   await page.getByText('Merged 1 ticket into this one.').waitFor();
+  // The merge form is drawn again once the other tickets are listed: the
+  // focus goes back to its button then.
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Merge selected');
   const merged = await api('GET', '/v1/convai/triage-tickets/' + tickets.delivery.agentqa_ticket_id);
   assert.equal(merged.status, 'merged');
   assert.equal(merged.merged_into_ticket_id, id);
@@ -161,6 +197,9 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await page.getByLabel('Comment on turn 1').fill('This promise is not in the policy.');
   await page.locator('.turn').nth(1).getByRole('button', {name: 'Add turn comment'}).click();
   await page.locator('.turn.agent .turn-comment', {hasText: 'This promise is not in the policy.'}).waitFor();
+  // The transcript is fetched again: its turn's button has the focus back.
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Add turn comment' &&
+    document.activeElement.closest('.turn') === document.querySelectorAll('.turn')[1]);
   const withTurn = await api('GET', '/v1/convai/triage-tickets/' + id);
   assert.deepEqual(withTurn.turn_comments.map((c) => [c.turn_index, c.comment]), [[1, 'This promise is not in the policy.']]);
   await accessible(page, 'ticket-transcript');
@@ -171,6 +210,17 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await page.getByRole('heading', {name: HOSTILE, exact: true}).waitFor();
   await page.getByText('No transcript was handed over for this conversation.').waitFor(); // its conversation has not ended
   assert.equal(await page.locator('main img').count(), 0);
+});
+
+test('a merged ticket is read-only in the queue, as on its own page', async () => {
+  await page.goto('/console/index.html');
+  await page.getByLabel('Status', {exact: true}).selectOption('merged');
+  const merged = await api('GET', '/v1/convai/triage-tickets?status=merged');
+  assert.deepEqual(merged.agent_conversation_tickets.map((t) => t.title), ['Caller asked twice about delivery times']);
+  await waitForRows(merged.agent_conversation_tickets.map((t) => t.title));
+  const row = page.getByRole('row').filter({has: page.getByRole('link', {name: 'Caller asked twice about delivery times'})});
+  assert.equal(await row.locator('select').count(), 0, 'a merged ticket\'s fields are editable in the queue');
+  await row.locator('td[data-label="Status"] .badge').getByText('merged').waitFor();
 });
 
 test('tests: folders, run with repeat, follow the invocation live, its verdicts and JUnit XML', async () => {
@@ -318,6 +368,25 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   await accessible(page, 'test-latency');
   await shoot(page, 'test-latency');
   await page.unroute('**/v1/convai/agent-testing/' + created.id);
+
+  // A test's own page (the link from its ticket names no folder) lists
+  // its folder, and its run form runs that test, not the ticked tests of
+  // a folder. The request is looked at, not let through.
+  await page.reload();
+  await page.getByRole('navigation', {name: 'Folder'}).getByRole('link', {name: 'Regression'}).waitFor();
+  await page.getByRole('heading', {name: 'Run this test'}).waitFor();
+  assert.equal(await page.getByRole('checkbox').count(), 0, 'a test\'s page offers tests to tick');
+  let asked = null;
+  await page.route('**/run-tests', async (route) => {
+    asked = {path: new URL(route.request().url()).pathname, body: route.request().postDataJSON()};
+    await route.fulfill({status: 409, json: {detail: {status: 'not_run', message: 'Not run: the browser test only reads the request.'}}});
+  });
+  await page.getByLabel('Agent', {exact: true}).selectOption(agentID);
+  await page.getByRole('button', {name: 'Run this test'}).click();
+  await page.getByText('Not run: the browser test only reads the request.').waitFor();
+  await page.unroute('**/run-tests');
+  assert.equal(asked.path, '/v1/convai/agents/' + agentID + '/run-tests');
+  assert.deepEqual(asked.body.tests, [{test_id: created.id}]);
 
   // A failed run gets its ticket from the QA worker; the ticket links to
   // the failing test and to the invocation.
@@ -508,8 +577,17 @@ test('webhooks: create (secret once), log, resend, recover, auto-disable, enable
     await page.getByRole('button', {name: 'Disable ' + url}).click();
     await page.getByRole('button', {name: 'Enable ' + url}).waitFor();
     assert.equal((await api('GET', '/v1/convai/webhooks/' + hook.webhook_id)).active, false);
-    await page.getByRole('button', {name: 'Delete ' + url}).click();
-    await page.getByRole('button', {name: 'Delete ' + url}).click(); // confirm
+    // Delete asks first: the armed button's name says it is the confirm
+    // step, and Escape takes the question back.
+    const remove = page.getByRole('button', {name: 'Delete ' + url, exact: true});
+    const confirmRemove = page.getByRole('button', {name: 'Confirm delete ' + url, exact: true});
+    await remove.click();
+    await confirmRemove.waitFor();
+    assert.equal(await remove.count(), 0, 'the armed button still has its first name');
+    await page.keyboard.press('Escape');
+    await remove.waitFor();
+    await remove.click();
+    await confirmRemove.click();
     await page.getByText('Deleted ' + url + '.').waitFor();
     assert.ok(!(await api('GET', '/v1/convai/webhooks')).webhooks.some((w) => w.webhook_id === hook.webhook_id));
   } finally {
@@ -536,6 +614,16 @@ test('agents and API keys: list, detail, create a key (secret once), revoke it',
   assert.deepEqual(drawn, invs.map((i) => [i.id, i.reliability.pass_rate, ...i.reliability.pass_rate_ci95]).reverse());
   await accessible(page, 'agent');
   await shoot(page, 'agent');
+  // "Run tests on it" runs them on this agent, not on the one listed
+  // first (a newer one), in the folder opened from there too.
+  const other = await api('POST', '/v1/convai/agents/create', {name: 'Another bot'});
+  await page.getByRole('link', {name: 'Run tests on it'}).click();
+  await page.getByRole('heading', {name: 'Tests', exact: true}).waitFor();
+  await page.getByRole('link', {name: /^Regression/}).click();
+  await page.getByRole('button', {name: 'Run selected tests'}).waitFor();
+  const agentSelect = page.getByLabel('Agent', {exact: true});
+  assert.equal(await agentSelect.locator('option').first().getAttribute('value'), other.agent_id, 'the other agent is listed first');
+  assert.equal(await agentSelect.inputValue(), agentID, 'the run form chose another agent than the one it came from');
 
   await page.getByRole('link', {name: 'API keys', exact: true}).click();
   await page.getByRole('heading', {name: 'API keys', exact: true}).waitFor();
@@ -554,8 +642,9 @@ test('agents and API keys: list, detail, create a key (secret once), revoke it',
   assert.ok(!JSON.stringify(accounts).includes(secret));
   await accessible(page, 'keys');
   await shoot(page, 'keys');
-  await page.getByRole('button', {name: 'Revoke key reader'}).click();
-  await page.getByRole('button', {name: 'Revoke key reader'}).click(); // confirm
+  // The armed button's name says it is the confirm step.
+  await page.getByRole('button', {name: 'Revoke key reader', exact: true}).click();
+  await page.getByRole('button', {name: 'Confirm revoke key reader', exact: true}).click();
   await page.getByText('Revoked reader.').waitFor();
   await eventually('the revoked key is refused', async () =>
     (await fetch(base + '/v1/convai/agents', {headers: {'x-api-key': secret}})).status === 401);
@@ -594,6 +683,25 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByText('1 conversation shown').waitFor();
   const listed = await api('GET', '/v1/convai/conversations?call_successful=failure&tool_names=lookup_order&exclude_statuses=in-progress');
   assert.deepEqual(listed.conversations.map((c) => c.conversation_id), [conversations[0]]);
+  // A failed call's outcome has the failure colour, as a failed run's.
+  const [failureColour, failedColour] = await page.evaluate(() => {
+    const probe = document.body.appendChild(document.createElement('span'));
+    probe.className = 'badge failed';
+    const colours = [getComputedStyle(document.querySelector('tbody .badge.failure')).color, getComputedStyle(probe).color];
+    probe.remove();
+    return colours;
+  });
+  assert.equal(failureColour, failedColour, 'the failure badge is not in the failure colour');
+  // Filters the API refuses (a 422) list nothing: the rows of the
+  // filters before are gone, and the page says why.
+  const rows = page.getByRole('table', {name: 'Conversations'}).locator('tbody tr');
+  await page.getByLabel('Evaluation', {exact: true}).fill('accuracy:maybe');
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.getByRole('alert').filter({hasText: 'criterion_id:result'}).waitFor();
+  assert.equal(await rows.count(), 0, 'the rows of the filters before are shown under the error');
+  await page.getByLabel('Evaluation', {exact: true}).fill('');
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.getByText('1 conversation shown').waitFor();
   await accessible(page, 'conversations');
   await shoot(page, 'conversations');
 
@@ -605,10 +713,16 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByRole('button', {name: 'Dislike'}).click();
   await page.getByRole('button', {name: 'Dislike', pressed: true}).waitFor();
   assert.equal(await page.getByLabel('New tag title').inputValue(), 'Refund promise');
+  // The conversation is drawn again: the button pressed keeps the focus,
+  // and looks pressed, unlike the other.
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Dislike', 'the focus left the button pressed');
+  const look = (name) => page.getByRole('button', {name, exact: true}).evaluate((b) => getComputedStyle(b).backgroundColor);
+  assert.notEqual(await look('Like'), await look('Dislike'), 'Like and Dislike look the same, one pressed and one not');
   await eventually('the feedback reached the API', async () =>
     (await api('GET', '/v1/convai/conversations/' + conversations[0])).metadata.feedback?.overall_score === 'dislike');
   await page.getByRole('button', {name: 'Create and attach'}).click();
   await page.getByRole('button', {name: 'Detach Refund promise'}).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Create and attach', 'the focus left the button pressed');
   assert.equal(await page.getByLabel('New tag title').inputValue(), '', 'the attached tag\'s title is still in its field');
   const tagged = await api('GET', '/v1/convai/conversations/' + conversations[0]);
   assert.equal(tagged.tag_ids.length, 1);
@@ -626,6 +740,12 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.goto('/console/ticket.html?id=' + encodeURIComponent(manual.agentqa_ticket_id));
   await page.getByText('This ticket names no conversation.').waitFor();
   assert.ok(!(await page.locator('main').innerText()).includes('null'), 'the ticket page shows "null"');
+  // The page draws the ticket again from a write's answer: the focus
+  // stays on the button pressed (not <body>).
+  await page.getByLabel('Comment', {exact: true}).fill('Tone checked on five calls.');
+  await page.getByRole('button', {name: 'Add comment'}).click();
+  await page.getByText('Tone checked on five calls.').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Add comment', 'the focus left the button pressed');
 
   // A conversation deleted from the console, in two steps, is gone; a
   // ticket on it says so, in place of its transcript.
@@ -656,6 +776,14 @@ test('a page for an id that does not exist says so, in place of the page', async
     await page.goto('/console/' + path);
     await page.getByText(said).waitFor();
     assert.equal(await page.locator('main h1').count(), 0, path + ' drew its page over the failure');
+  }
+  // An address that names no item at all (a link cut short) says so, and
+  // leads back to the list, rather than showing the API's route error.
+  for (const [path, list] of [['ticket.html', 'Triage queue'], ['invocation.html', 'Tests']]) {
+    await page.goto('/console/' + path);
+    await page.getByRole('alert').filter({hasText: 'its address names none'}).waitFor();
+    await page.locator('main').getByRole('link', {name: '← ' + list}).waitFor();
+    assert.equal(await page.locator('main h1').count(), 0, path + ' drew its page');
   }
 });
 

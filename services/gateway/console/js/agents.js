@@ -50,7 +50,7 @@ async function detail(main) {
           h('dt', {}, 'Tags'), h('dd', {}, a.tags.join(', ') || '—'),
           h('dt', {}, 'Created'), h('dd', {}, when(a.created_at_unix)),
           h('dt', {}, 'Updated'), h('dd', {}, when(a.metadata.updated_at_unix_secs))),
-        can('testing.run_tests') ? h('p', {}, h('a', {href: 'tests.html'}, 'Run tests on it')) : null)),
+        can('testing.run_tests') ? h('p', {}, h('a', {href: 'tests.html' + query({agent: id})}, 'Run tests on it')) : null)),
     h('section', {'aria-labelledby': 'tk-h'}, h('h2', {id: 'tk-h'}, 'Tickets'),
       h('p', {}, h('a', {href: 'index.html?agent=' + enc(id)}, 'Its tickets in the triage queue')), tickets),
     h('section', {'aria-labelledby': 'inv-h'}, h('h2', {id: 'inv-h'}, 'Test invocations'), invocations));

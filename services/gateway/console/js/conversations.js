@@ -4,7 +4,7 @@
 // (like / dislike), its tags (attach, detach, create), and its deletion
 // for good (a caller's request to be forgotten).
 import {get, post, del, query, enc} from './api.js';
-import {h, replace, field, select, say, button, confirmButton, when, pageParam, onSubmit} from './dom.js';
+import {h, replace, field, select, say, button, confirmButton, when, pageParam, onSubmit, focusKey, refocus} from './dom.js';
 import {start, can} from './shell.js';
 import {agentList, allPages, badge, toolBlocks} from './common.js';
 
@@ -65,6 +65,9 @@ start(async (main) => {
       more.hidden = !cursor;
       say(msg, shown ? `${shown} conversation${shown === 1 ? '' : 's'} shown` : 'No conversation matches.');
     } catch (e) {
+      // Refused filters (a 422) list nothing: no rows of the filters
+      // before them under the error, as if they were the answer.
+      if (first) { body.replaceChildren(); shown = 0; cursor = ''; more.hidden = true; }
       say(msg, e.message, true);
     }
   }
@@ -84,9 +87,13 @@ start(async (main) => {
   }
 
   async function open(id) {
-    // Drawn again after a change: a tag title typed meanwhile is kept.
-    const typed = detail.dataset.id === id ? detail.querySelector('input[aria-label="New tag title"]')?.value ?? '' : '';
-    replace(detail, h('p', {class: 'muted'}, 'Loading…'));
+    // Drawn again after a change: a tag title typed meanwhile is kept,
+    // and so is the focus, on the control acted on (or, when it is gone,
+    // on the conversation's heading).
+    const again = detail.dataset.id === id;
+    const typed = again ? detail.querySelector('input[aria-label="New tag title"]')?.value ?? '' : '';
+    const focused = again ? focusKey(detail) : '';
+    if (!again) replace(detail, h('p', {class: 'muted'}, 'Loading…'));
     try {
       const c = await get('/v1/convai/conversations/' + enc(id));
       const drawn = conversation(c);
@@ -94,6 +101,7 @@ start(async (main) => {
       const title = drawn.querySelector('input[aria-label="New tag title"]');
       if (title) title.value = typed;
       replace(detail, drawn);
+      refocus(detail, focused, drawn.querySelector('h2'));
       detail.scrollIntoView({block: 'nearest'});
     } catch (e) {
       replace(detail, h('p', {class: 'msg error', role: 'alert'}, e.message));
@@ -107,19 +115,19 @@ start(async (main) => {
     };
     const feedback = c.metadata?.feedback?.overall_score;
     const writable = can('tickets.conversation_feedback');
-    const attach = select({'aria-label': 'Tag to attach'}, tags.filter((t) => !(c.tag_ids || []).includes(t.tag_id)).map((t) => [t.tag_id, t.title]));
-    const newTag = h('input', {type: 'text', 'aria-label': 'New tag title', placeholder: 'New tag'});
+    const attach = select({'aria-label': 'Tag to attach', 'data-focus': 'tag-to-attach'}, tags.filter((t) => !(c.tag_ids || []).includes(t.tag_id)).map((t) => [t.tag_id, t.title]));
+    const newTag = h('input', {type: 'text', 'aria-label': 'New tag title', placeholder: 'New tag', 'data-focus': 'new-tag'});
     const turns = c.transcript || [];
     return h('section', {class: 'card', 'aria-labelledby': 'conversation-h'},
-      h('h2', {id: 'conversation-h'}, 'Conversation ' + c.conversation_id),
+      h('h2', {id: 'conversation-h', tabindex: -1}, 'Conversation ' + c.conversation_id),
       h('p', {class: 'muted'}, `${names.get(c.agent_id) ?? c.agent_id} · started ${when(c.metadata?.start_time_unix_secs)} · ${c.metadata?.call_duration_secs ?? '—'} s · ${c.analysis?.call_successful ?? '—'}`),
       c.analysis?.transcript_summary ? h('p', {}, c.analysis.transcript_summary) : null,
       h('p', {}, 'Feedback: ', feedback ?? 'none',
-        writable ? [' ', button('Like', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/feedback', {feedback: 'like'})), {'aria-pressed': String(feedback === 'like')}),
-          ' ', button('Dislike', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/feedback', {feedback: 'dislike'})), {'aria-pressed': String(feedback === 'dislike')})] : null),
+        writable ? [' ', button('Like', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/feedback', {feedback: 'like'})), {'aria-pressed': String(feedback === 'like'), 'data-focus': 'like'}),
+          ' ', button('Dislike', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/feedback', {feedback: 'dislike'})), {'aria-pressed': String(feedback === 'dislike'), 'data-focus': 'dislike'})] : null),
       h('ul', {'aria-label': 'Tags'}, (c.tag_ids || []).map((id) => h('li', {}, tagNames.get(id) ?? id,
-        writable ? [' ', button('Detach', act(() => del('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags/' + enc(id))), {class: 'secondary', 'aria-label': 'Detach ' + (tagNames.get(id) ?? id)})] : null))),
-      writable ? h('p', {}, attach.options.length ? [attach, ' ', button('Attach tag', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [attach.value]})))] : null,
+        writable ? [' ', button('Detach', act(() => del('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags/' + enc(id))), {class: 'secondary', 'aria-label': 'Detach ' + (tagNames.get(id) ?? id), 'data-focus': 'detach-' + id})] : null))),
+      writable ? h('p', {}, attach.options.length ? [attach, ' ', button('Attach tag', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [attach.value]})), {'data-focus': 'attach-tag'})] : null,
         ' ', newTag, ' ', button('Create and attach', act(async () => {
           const t = await post('/v1/convai/tags', {title: newTag.value.trim()});
           tags.push(t);
@@ -127,14 +135,16 @@ start(async (main) => {
           f.tag.append(h('option', {value: t.tag_id}, t.title));
           await post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [t.tag_id]});
           newTag.value = ''; // attached: the title is not kept for the next drawing
-        }))) : null,
+        }), {'data-focus': 'create-tag'})) : null,
       note,
       can('tickets.delete_conversation') ? h('p', {}, confirmButton('Delete conversation', 'Confirm: delete it for good', async () => {
         try {
           await del('/v1/convai/conversations/' + enc(c.conversation_id));
           delete detail.dataset.id;
-          replace(detail, h('p', {class: 'msg', role: 'status'},
-            `Conversation ${c.conversation_id} deleted: it is in no listing and its transcript can no longer be read.`));
+          const said = h('p', {class: 'msg', role: 'status', tabindex: -1},
+            `Conversation ${c.conversation_id} deleted: it is in no listing and its transcript can no longer be read.`);
+          replace(detail, said);
+          said.focus(); // the button pressed is gone: the focus goes to what it did
           load(true);
         } catch (e) { say(note, e.message, true); }
       }, {class: 'secondary'})) : null,

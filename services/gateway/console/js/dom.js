@@ -77,6 +77,33 @@ export function select(props, options, chosen) {
     h('option', {value: v, selected: String(v) === String(chosen ?? '')}, label)));
 }
 
+// onChoose runs choose(value) when a choice is made in sel, not at each
+// step towards it: the keyboard's arrows (and typed letters) step a
+// closed select through its options, and Chromium fires change at every
+// step. Such a step waits for Enter, or for the select to be left; a pick
+// from the opened list (mouse or keyboard) is a choice at once. A choice
+// equal to the last one (down, then up again) sends nothing, and Escape
+// puts the last choice back.
+export function onChoose(sel, choose) {
+  let chosen = sel.value;
+  let stepping = false; // a key's own change, fired while it is handled
+  const commit = () => {
+    if (sel.value === chosen) return;
+    chosen = sel.value;
+    choose(sel.value);
+  };
+  sel.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') return commit();
+    if (ev.key === 'Escape') { sel.value = chosen; return; }
+    stepping = true;
+    setTimeout(() => { stepping = false; }); // after the key's change, if any
+  });
+  sel.addEventListener('change', () => { if (!stepping) commit(); });
+  // Left: a choice. Removed (a redraw: blur fires as it goes, and the
+  // redrawing script runs on) is not.
+  sel.addEventListener('blur', () => queueMicrotask(() => { if (sel.isConnected) commit(); }));
+}
+
 export function button(label, onClick, props = {}) {
   return h('button', {type: 'button', ...props, on: {click: onClick}}, label);
 }
@@ -117,16 +144,62 @@ export function checked(boxes) {
 
 // confirmButton acts in two steps instead of a dialog: the first press
 // asks (its label becomes confirmLabel), the second runs onConfirm.
+// Leaving the button, or Escape on it, takes the question back.
 export function confirmButton(label, confirmLabel, onConfirm, props = {}) {
+  // An aria-label ("Delete <url>") is the name assistive technology
+  // reads instead of the label: it must say the confirm step too
+  // ("Confirm delete <url>").
+  const name = props['aria-label'];
+  const armedName = name && (name.startsWith(label) ? confirmLabel + name.slice(label.length) : `${confirmLabel}: ${name}`);
+  const arm = (armed) => {
+    b.dataset.armed = armed ? 'yes' : '';
+    b.textContent = armed ? confirmLabel : label;
+    if (name) b.setAttribute('aria-label', armed ? armedName : name);
+  };
   const b = button(label, async () => {
-    if (b.dataset.armed !== 'yes') {
-      b.dataset.armed = 'yes';
-      b.textContent = confirmLabel;
-      return;
-    }
+    if (b.dataset.armed !== 'yes') return arm(true);
     await onConfirm();
   }, props);
+  b.addEventListener('blur', () => arm(false));
+  b.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') arm(false); });
   return b;
+}
+
+// A page that draws a part of itself again (after a change) replaces the
+// control that had the focus, and the focus falls to <body>: a keyboard
+// user loses their place. A control that names itself (data-focus, one
+// name per page) gets it back: focusKey reads the name of the control
+// focused in root before root is drawn again, refocus gives the focus to
+// the redrawn control of that name.
+export function focusKey(root) {
+  const el = document.activeElement;
+  return el && root.contains(el) ? el.dataset.focus || '' : '';
+}
+
+// refocus focuses root's control named key, if the focus was lost. One
+// drawn later (its part of the page is fetched) gets the focus when it
+// appears, and fallback (focusable: tabindex -1) has it meanwhile, or
+// for good when the control is gone (a tag detached); a person who moved
+// the focus elsewhere keeps it.
+export function refocus(root, key, fallback) {
+  if (!key) return;
+  const lost = () => [document.body, root, fallback].includes(document.activeElement);
+  const find = () => root.querySelector(`[data-focus="${CSS.escape(key)}"]`);
+  if (!lost() || put(find())) return;
+  fallback?.focus();
+  const watcher = new MutationObserver(() => {
+    if (!lost() || put(find())) watcher.disconnect();
+  });
+  watcher.observe(root, {childList: true, subtree: true});
+}
+
+// put focuses el, opening the <details> it is folded in.
+function put(el) {
+  if (!el) return false;
+  const folded = el.closest('details:not([open])');
+  if (folded) folded.open = true;
+  el.focus();
+  return true;
 }
 
 // when formats unix seconds (or an ISO string) for people, in their zone.

@@ -4,14 +4,14 @@
 // (first token and whole turn), and its JUnit XML.
 import {api, enc} from './api.js';
 import {h, replace, say, when, pageParam, button} from './dom.js';
-import {start} from './shell.js';
+import {start, noneNamed} from './shell.js';
 import {showRunning, badge, toolBlocks} from './common.js';
 import {latencyText} from './latency.js';
 
 const id = pageParam('id') || '';
 
-start((main) => showRunning(main, '/v1/convai/test-invocations/' + enc(id),
-  h('p', {}, h('a', {href: 'tests.html'}, '← Tests')), 'Test invocation', render));
+start((main) => (id ? showRunning(main, '/v1/convai/test-invocations/' + enc(id),
+  h('p', {}, h('a', {href: 'tests.html'}, '← Tests')), 'Test invocation', render) : noneNamed(main, 'test invocation', 'tests.html', 'Tests')));
 
 function render(inv, agent, msg, body) {
   const runs = inv.test_runs;

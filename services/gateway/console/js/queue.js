@@ -2,7 +2,7 @@
 // priority and assignee changed in place. New tickets appear without a
 // reload: the first page is polled every 1.5 seconds (2 s at worst).
 import {get, patch, query, enc} from './api.js';
-import {h, replace, field, select, say, button, when, pageParam, onSubmit} from './dom.js';
+import {h, replace, field, select, say, button, when, pageParam, onSubmit, onChoose} from './dom.js';
 import {start, can, poll, staleIn} from './shell.js';
 import {STATUSES, PRIORITIES, label, agentList, assignees, statusSelect, prioritySelect, assigneeSelect, badge} from './common.js';
 
@@ -113,20 +113,31 @@ start(async (main) => {
     else body.append(row);
   }
 
+  // focusField focuses a row's control; the assignee's, drawn once the
+  // people it offers are known, then.
+  function focusField(row, name) {
+    const find = () => row.querySelector(`[data-field="${name}"]`);
+    if (find()) find().focus();
+    else row.addEventListener('assignees', () => find()?.focus(), {once: true});
+  }
+
   function render(t) {
     const id = t.agentqa_ticket_id;
-    const writable = can('tickets.update');
+    // A merged ticket is final: read-only here, as on its own page.
+    const writable = can('tickets.update') && t.status !== 'merged';
     const note = h('span', {class: 'msg', role: 'status'});
-    const change = (fieldName, value) => async () => {
+    const change = (fieldName) => async (value) => {
       try {
-        const updated = await patch('/v1/convai/triage-tickets/' + enc(id), {[fieldName]: value()});
+        const updated = await patch('/v1/convai/triage-tickets/' + enc(id), {[fieldName]: value || null});
+        const old = rows.get(id);
+        // Keyboard users keep their place: the control of the row they are
+        // on (the one changed, or the next one Tab took them to, which
+        // saved the change), in the new row; a focus elsewhere stays.
+        const at = old.contains(document.activeElement) ? document.activeElement.dataset.field : '';
         const row = render(updated);
-        rows.get(id).replaceWith(row);
+        old.replaceWith(row);
         rows.set(id, row);
-        // Keyboard users keep their place: the same control, in the new row.
-        const again = row.querySelector(`[data-field="${fieldName}"]`);
-        if (again) again.focus();
-        else row.addEventListener('assignees', () => row.querySelector(`[data-field="${fieldName}"]`)?.focus(), {once: true});
+        if (at) focusField(row, at);
       } catch (e) {
         say(note, e.message, true);
       }
@@ -137,11 +148,11 @@ start(async (main) => {
       assignee: h('span', {}, t.assignee_user_id ?? 'Unassigned'),
     };
     if (writable) {
-      cells.status.addEventListener('change', change('status', () => cells.status.value));
-      cells.priority.addEventListener('change', change('priority', () => cells.priority.value || null));
+      onChoose(cells.status, change('status'));
+      onChoose(cells.priority, change('priority'));
       assignees(t.agent_id).then((users) => {
         const sel = assigneeSelect(t, users, {'aria-label': 'Assignee of ' + t.title, 'data-field': 'assignee_user_id'});
-        sel.addEventListener('change', change('assignee_user_id', () => sel.value || null));
+        onChoose(sel, change('assignee_user_id'));
         cells.assignee.replaceWith(sel);
         cells.assignee = sel;
         sel.closest('tr')?.dispatchEvent(new Event('assignees'));
@@ -153,12 +164,12 @@ start(async (main) => {
       });
     }
     return h('tr', {'data-id': id, 'data-created': t.created_at_unix_secs},
-      h('td', {'data-label': 'Title'}, h('a', {href: 'ticket.html?id=' + enc(id)}, t.title || '(untitled)'),
+      h('td', {'data-label': 'Title'}, h('a', {href: 'ticket.html?id=' + enc(id), 'data-field': 'title'}, t.title || '(untitled)'),
         t.search_match ? h('div', {class: 'muted'}, t.search_match.snippet) : null, note),
       h('td', {'data-label': 'Status'}, cells.status),
       h('td', {'data-label': 'Priority'}, cells.priority),
       h('td', {'data-label': 'Assignee'}, cells.assignee),
-      h('td', {'data-label': 'Agent'}, h('a', {href: 'agents.html?id=' + enc(t.agent_id)}, names.get(t.agent_id) ?? t.agent_id)),
+      h('td', {'data-label': 'Agent'}, h('a', {href: 'agents.html?id=' + enc(t.agent_id), 'data-field': 'agent'}, names.get(t.agent_id) ?? t.agent_id)),
       h('td', {'data-label': 'Source'}, label(t.source)),
       h('td', {'data-label': 'Created'}, when(t.created_at_unix_secs)));
   }

@@ -175,6 +175,14 @@ export function failure(el, e) {
   replace(el, msg);
 }
 
+// noneNamed is what the page of one item (a ticket, an invocation) says
+// when its address names none (a link cut short): that, and a link back
+// to where they are listed, not the API's answer for a path without id.
+export function noneNamed(main, what, listHref, listName) {
+  replace(main, h('p', {class: 'msg error', role: 'alert'}, `This page shows one ${what}, and its address names none.`),
+    h('p', {}, h('a', {href: listHref}, '← ' + listName)));
+}
+
 // shown is what a page shows, read from path; when it cannot be read, the
 // page says why instead and shown is null.
 export async function shown(main, path) {

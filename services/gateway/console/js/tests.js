@@ -7,18 +7,28 @@ import {agentList, badge} from './common.js';
 import {latencyText, latencyChart} from './latency.js';
 import {passRateChart} from './passrate.js';
 
-const folder = pageParam('folder') || '';
 const focus = pageParam('test') || '';
+// The agent to run on, when the page was opened from it ("Run tests on
+// it" on an agent's page): chosen in the run form, and kept by the links
+// to folders and tests.
+const runOn = pageParam('agent') || '';
 // MAX_ENTRIES bounds the folder's entries listed (page by page).
 const MAX_ENTRIES = 1000;
 
 start(async (main) => {
   const msg = h('p', {class: 'msg'});
+  // One test (?test=, the link from its ticket) is shown in its folder,
+  // and its run form runs it, not the folder's ticked tests.
+  let test = null, folder = pageParam('folder') || '';
   // Every page of the folder, not the first only: the run takes the ticked
   // tests, and a test not listed could not be ticked (nor seen missing).
   const entries = [];
   let crumbs = [], cursor = '';
   try {
+    if (focus) {
+      test = await get('/v1/convai/agent-testing/' + enc(focus));
+      folder ||= test.parent_folder_id || '';
+    }
     do {
       const page = await get('/v1/convai/agent-testing' + query({include_folders: true, parent_folder_id: folder || 'root', page_size: 100, cursor}));
       entries.push(...page.tests);
@@ -34,27 +44,30 @@ start(async (main) => {
   const tests = entries.filter((e) => e.entity_type === 'test');
   const boxes = new Map(tests.map((t) => [t.id, h('input', {type: 'checkbox', value: t.id, id: 'run-' + t.id, checked: true})]));
   const runnable = can('testing.run_tests');
+  const ticks = runnable && !test; // a test's page runs that test: nothing to tick
 
   const list = h('table', {class: 'cards', 'aria-label': 'Tests and folders'},
-    h('thead', {}, h('tr', {}, [runnable ? 'Run' : null, 'Name', 'Kind', 'Updated'].filter(Boolean).map((c) => h('th', {scope: 'col'}, c)))),
+    h('thead', {}, h('tr', {}, [ticks ? 'Run' : null, 'Name', 'Kind', 'Updated'].filter(Boolean).map((c) => h('th', {scope: 'col'}, c)))),
     h('tbody', {}, entries.map((e) => h('tr', {},
-      runnable ? h('td', {'data-label': 'Run'}, e.entity_type === 'test' ? [boxes.get(e.id), h('label', {for: 'run-' + e.id, class: 'muted'}, ' include')] : null) : null,
+      ticks ? h('td', {'data-label': 'Run'}, e.entity_type === 'test' ? [boxes.get(e.id), h('label', {for: 'run-' + e.id, class: 'muted'}, ' include')] : null) : null,
       h('td', {'data-label': 'Name'}, e.entity_type === 'folder'
-        ? h('a', {href: 'tests.html?folder=' + enc(e.id)}, e.name, ` (${e.children_count ?? 0} inside)`)
-        : h('a', {href: 'tests.html' + query({folder, test: e.id})}, e.name)),
+        ? h('a', {href: 'tests.html' + query({folder: e.id, agent: runOn})}, e.name, ` (${e.children_count ?? 0} inside)`)
+        : h('a', {href: 'tests.html' + query({folder, test: e.id, agent: runOn})}, e.name)),
       h('td', {'data-label': 'Kind'}, e.entity_type === 'folder' ? 'folder' : (e.type || 'test')),
       h('td', {'data-label': 'Updated'}, when(e.last_updated_at_unix_secs))))));
 
   let runForm = null;
-  if (runnable && tests.length) {
+  if (runnable && (test || tests.length)) {
     const agents = await agentList().catch(() => []);
-    const agent = select({name: 'agent', required: true}, agents.map((a) => [a.agent_id, a.name]));
+    const agent = select({name: 'agent', required: true}, agents.map((a) => [a.agent_id, a.name]), runOn);
     const repeat = h('input', {type: 'number', name: 'repeat', min: 1, max: 50, value: 1, required: true});
-    runForm = h('form', {class: 'card', 'aria-labelledby': 'run-h'}, h('h2', {id: 'run-h'}, 'Run tests'),
+    runForm = h('form', {class: 'card', 'aria-labelledby': 'run-h'}, h('h2', {id: 'run-h'}, test ? 'Run this test' : 'Run tests'),
+      test ? h('p', {}, `Runs "${test.name}" alone. To run several tests, tick them in `,
+        h('a', {href: 'tests.html' + query({folder, agent: runOn})}, 'its folder'), '.') : null,
       h('div', {class: 'row'}, field('Agent', agent), field('Repeat each test', repeat, '1 to 50 runs'),
-        h('button', {type: 'submit'}, 'Run selected tests')));
+        h('button', {type: 'submit'}, test ? 'Run this test' : 'Run selected tests')));
     onSubmit(runForm, async () => {
-      const ids = checked(boxes.values());
+      const ids = test ? [test.id] : checked(boxes.values());
       if (!ids.length) return say(msg, 'Choose at least one test.', true);
       say(msg, 'Starting…');
       try {
@@ -74,10 +87,10 @@ start(async (main) => {
 
   replace(main,
     h('h1', {}, 'Tests'),
-    h('nav', {'aria-label': 'Folder'}, h('a', {href: 'tests.html'}, 'All tests'),
-      crumbs.map((c) => [' / ', h('a', {href: 'tests.html?folder=' + enc(c.id), 'aria-current': c.id === folder ? 'page' : null}, c.name)])),
+    h('nav', {'aria-label': 'Folder'}, h('a', {href: 'tests.html' + query({agent: runOn})}, 'All tests'),
+      crumbs.map((c) => [' / ', h('a', {href: 'tests.html' + query({folder: c.id, agent: runOn}), 'aria-current': c.id === folder && !test ? 'page' : null}, c.name)])),
     msg, partial,
-    focus ? testCard(focus) : null,
+    test ? testCard(test) : null,
     runForm,
     entries.length ? list : h('p', {class: 'muted'}, 'No test here.'),
     h('section', {'aria-labelledby': 'inv-h'}, h('h2', {id: 'inv-h'}, 'Recent invocations'), invocations));
@@ -86,22 +99,18 @@ start(async (main) => {
 // testCard shows one test: what it asks, what passes, how reliable it is
 // (its pass rate over its recent invocations, drawn), and how fast its
 // agent answered (first token and whole turn) recently.
-function testCard(id) {
-  const card = h('section', {class: 'card', 'aria-labelledby': 'test-h'}, h('h2', {id: 'test-h'}, 'Test'), h('p', {class: 'muted'}, 'Loading…'));
-  get('/v1/convai/agent-testing/' + enc(id)).then((t) => {
-    const r = t.reliability || {};
-    replace(card, h('h2', {id: 'test-h'}, t.name),
-      h('dl', {class: 'facts'},
-        h('dt', {}, 'Type'), h('dd', {}, t.type),
-        h('dt', {}, 'Success condition'), h('dd', {}, t.success_condition || '—'),
-        h('dt', {}, 'Pass rate'), h('dd', {}, r.runs ? `${Math.round(r.pass_rate * 100)}% of ${r.runs} recent runs` : 'not run yet'),
-        h('dt', {}, 'First token'), h('dd', {}, latencyText(r.agent_latency, 'first_token_')),
-        h('dt', {}, 'Whole turn'), h('dd', {}, latencyText(r.agent_latency, '')),
-        h('dt', {}, 'Test id'), h('dd', {}, t.id)),
-      r.runs ? [h('h3', {}, 'Pass rate over its recent invocations'), passRateChart(r.invocations, 'test-pass-rate'),
-        h('h3', {}, 'Agent latency over its recent invocations'), latencyChart(r.invocations, 'test-latency')] : null,
-      (t.chat_history || []).length ? [h('h3', {}, 'Conversation'), h('ol', {class: 'transcript'}, t.chat_history.map((m) =>
-        h('li', {class: 'turn ' + (m.role === 'agent' ? 'agent' : 'user')}, h('p', {class: 'who'}, m.role), h('p', {}, m.message ?? ''))))] : null);
-  }, (e) => replace(card, h('p', {class: 'msg error'}, e.message)));
-  return card;
+function testCard(t) {
+  const r = t.reliability || {};
+  return h('section', {class: 'card', 'aria-labelledby': 'test-h'}, h('h2', {id: 'test-h'}, t.name),
+    h('dl', {class: 'facts'},
+      h('dt', {}, 'Type'), h('dd', {}, t.type),
+      h('dt', {}, 'Success condition'), h('dd', {}, t.success_condition || '—'),
+      h('dt', {}, 'Pass rate'), h('dd', {}, r.runs ? `${Math.round(r.pass_rate * 100)}% of ${r.runs} recent runs` : 'not run yet'),
+      h('dt', {}, 'First token'), h('dd', {}, latencyText(r.agent_latency, 'first_token_')),
+      h('dt', {}, 'Whole turn'), h('dd', {}, latencyText(r.agent_latency, '')),
+      h('dt', {}, 'Test id'), h('dd', {}, t.id)),
+    r.runs ? [h('h3', {}, 'Pass rate over its recent invocations'), passRateChart(r.invocations, 'test-pass-rate'),
+      h('h3', {}, 'Agent latency over its recent invocations'), latencyChart(r.invocations, 'test-latency')] : null,
+    (t.chat_history || []).length ? [h('h3', {}, 'Conversation'), h('ol', {class: 'transcript'}, t.chat_history.map((m) =>
+      h('li', {class: 'turn ' + (m.role === 'agent' ? 'agent' : 'user')}, h('p', {class: 'who'}, m.role), h('p', {}, m.message ?? ''))))] : null);
 }

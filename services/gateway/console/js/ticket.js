@@ -1,18 +1,21 @@
 // One ticket: its fields and history, the conversation's transcript with
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
-import {h, append, replace, field, say, when, pageParam, checked, onSubmit} from './dom.js';
-import {start, can, shown} from './shell.js';
+import {h, append, replace, field, say, when, pageParam, checked, onSubmit, onChoose, focusKey, refocus} from './dom.js';
+import {start, can, shown, noneNamed} from './shell.js';
 import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
 const id = pageParam('id') || '';
 
 start(async (main) => {
+  if (!id) return noneNamed(main, 'ticket', 'index.html', 'Triage queue');
   let t = await shown(main, '/v1/convai/triage-tickets/' + enc(id));
   if (!t) return;
   const users = await assignees(t.agent_id);
   const agent = await agentName(t.agent_id);
-  const msg = h('p', {class: 'msg'});
+  // The focus falls back on the message when the control acted on is
+  // drawn later or not again (see refocus).
+  const msg = h('p', {class: 'msg', tabindex: -1});
   const writable = can('tickets.update');
 
   const show = (ticket) => {
@@ -20,6 +23,7 @@ start(async (main) => {
     // reviewed verdicts, its deleted conversations): kept from the read.
     t = {verdict_labels: t.verdict_labels, deleted_conversation_ids: t.deleted_conversation_ids, ...ticket};
     document.title = (t.title || 'Ticket') + ' · voiceai console';
+    const focused = focusKey(main);
     replace(main,
       h('p', {}, h('a', {href: 'index.html'}, '← Triage queue')),
       h('h1', {}, t.title || '(untitled)'),
@@ -27,6 +31,7 @@ start(async (main) => {
       h('div', {class: 'split'},
         h('div', {}, transcriptSection(), commentsSection()),
         h('div', {}, factsSection(), mergeSection(), historySection())));
+    refocus(main, focused, msg);
   };
 
   async function change(body, what) {
@@ -42,12 +47,12 @@ start(async (main) => {
     const rows = [];
     const fact = (k, v) => rows.push(h('dt', {}, k), h('dd', {}, v));
     if (writable && t.status !== 'merged') {
-      const st = statusSelect(t, {});
-      st.addEventListener('change', () => change({status: st.value}, 'Status changed to ' + label(st.value) + '.'));
-      const pr = prioritySelect(t, {});
-      pr.addEventListener('change', () => change({priority: pr.value || null}, 'Priority changed.'));
-      const as = assigneeSelect(t, users, {});
-      as.addEventListener('change', () => change({assignee_user_id: as.value || null}, 'Assignee changed.'));
+      const st = statusSelect(t, {'data-focus': 'status'});
+      onChoose(st, (v) => change({status: v}, 'Status changed to ' + label(v) + '.'));
+      const pr = prioritySelect(t, {'data-focus': 'priority'});
+      onChoose(pr, (v) => change({priority: v || null}, 'Priority changed.'));
+      const as = assigneeSelect(t, users, {'data-focus': 'assignee'});
+      onChoose(as, (v) => change({assignee_user_id: v || null}, 'Assignee changed.'));
       rows.push(h('div', {class: 'row', style: null}, field('Status', st), field('Priority', pr), field('Assignee', as)));
     } else {
       fact('Status', badge(t.status));
@@ -109,8 +114,8 @@ start(async (main) => {
       : h('p', {class: 'muted'}, 'No comment yet.');
     let form = null;
     if (can('tickets.comment') && t.status !== 'merged') {
-      const text = h('textarea', {name: 'comment', required: true});
-      form = h('form', {'aria-label': 'Add a comment'}, field('Comment', text), h('button', {type: 'submit'}, 'Add comment'));
+      const text = h('textarea', {name: 'comment', required: true, 'data-focus': 'comment'});
+      form = h('form', {'aria-label': 'Add a comment'}, field('Comment', text), h('button', {type: 'submit', 'data-focus': 'add-comment'}, 'Add comment'));
       onSubmit(form, async () => {
         try {
           show(await post('/v1/convai/triage-tickets/' + enc(id) + '/comments', {comment: text.value}));
@@ -170,11 +175,11 @@ start(async (main) => {
   // it judged again, and label it right or wrong.
   function evaluation(c) {
     const box = h('div', {});
-    const out = h('p', {class: 'msg', role: 'status'});
+    const out = h('p', {class: 'msg', role: 'status', tabindex: -1});
     const path = '/v1/convai/conversations/' + enc(c.conversation_id);
     const draw = (an, lbl) => {
       const judged = an && an.judge;
-      const note = h('textarea', {rows: 2, maxlength: 4000, name: 'evaluation_note'});
+      const note = h('textarea', {rows: 2, maxlength: 4000, name: 'evaluation_note', 'data-focus': 'evaluation-note'});
       const mark = (right) => async () => {
         try {
           const l = await post('/v1/voiceai/conversations/' + enc(c.conversation_id) + '/evaluation/labels', {verdict_correct: right, note: note.value});
@@ -189,6 +194,7 @@ start(async (main) => {
           say(out, a.stored ? 'Judged again.' : 'The judge stopped early: ' + (a.error || 'no verdict') + '.', !a.stored);
         } catch (e) { say(out, e.message, true); }
       };
+      const focused = focusKey(box);
       replace(box, h('h3', {}, 'Evaluation'),
         judged ? [h('p', {}, h('strong', {}, `Judged by ${an.judge.judge_model}: ${an.call_successful}.`),
           h('span', {class: 'muted'}, ` ${when(an.judge.analysed_at_unix_secs)}`)),
@@ -198,11 +204,12 @@ start(async (main) => {
         lbl ? h('p', {}, `Reviewed: the judge was ${lbl.overturned ? 'wrong' : 'right'}`,
           h('span', {class: 'muted'}, ` · ${lbl.reviewer.name || lbl.reviewer.email || lbl.reviewer.user_id} · ${when(lbl.labelled_at_unix)}`),
           lbl.note ? h('div', {}, lbl.note) : null) : null,
-        can('testing.run_conversation_analysis') ? h('button', {type: 'button', class: 'secondary', on: {click: again}}, 'Judge this conversation again') : null,
+        can('testing.run_conversation_analysis') ? h('button', {type: 'button', class: 'secondary', on: {click: again}, 'data-focus': 'judge-again'}, 'Judge this conversation again') : null,
         judged && can('testing.label_conversation') ? h('div', {class: 'row'}, field('Note on the evaluation', note),
-          h('button', {type: 'button', on: {click: mark(true)}}, 'Evaluation right'),
-          h('button', {type: 'button', class: 'secondary', on: {click: mark(false)}}, 'Evaluation wrong')) : null,
+          h('button', {type: 'button', on: {click: mark(true)}, 'data-focus': 'evaluation-right'}, 'Evaluation right'),
+          h('button', {type: 'button', class: 'secondary', on: {click: mark(false)}, 'data-focus': 'evaluation-wrong'}, 'Evaluation wrong')) : null,
         out);
+      refocus(box, focused, out);
     };
     draw(c.analysis, c.evaluation_label);
     return box;
@@ -210,15 +217,15 @@ start(async (main) => {
 
   function turnCommentForm(i) {
     if (!can('tickets.turn_comment') || t.status === 'merged') return null;
-    const text = h('textarea', {name: 'turn_comment', required: true});
-    const form = h('form', {}, field('Comment on turn ' + i, text), h('button', {type: 'submit'}, 'Add turn comment'));
+    const text = h('textarea', {name: 'turn_comment', required: true, 'data-focus': 'turn-comment-' + i});
+    const form = h('form', {}, field('Comment on turn ' + i, text), h('button', {type: 'submit', 'data-focus': 'add-turn-comment-' + i}, 'Add turn comment'));
     onSubmit(form, async () => {
       try {
         show(await post('/v1/convai/triage-tickets/' + enc(id) + '/turn-comments', {turn_index: i, comment: text.value}));
         say(msg, 'Turn comment added.');
       } catch (e) { say(msg, e.message, true); }
     });
-    return h('details', {}, h('summary', {}, 'Comment on this turn'), form);
+    return h('details', {}, h('summary', {'data-focus': 'turn-' + i}, 'Comment on this turn'), form);
   }
 
   function mergeSection() {
@@ -229,11 +236,11 @@ start(async (main) => {
       get('/v1/convai/agents/' + enc(t.agent_id) + '/triage-tickets' + query({status: s, page_size: 100})))).then((pages) => {
       const others = pages.flatMap((p) => p.agent_conversation_tickets).filter((o) => o.agentqa_ticket_id !== id);
       if (!others.length) return replace(list, h('p', {class: 'muted'}, 'No other open ticket of this agent.'));
-      const boxes = others.map((o) => h('input', {type: 'checkbox', name: 'source', value: o.agentqa_ticket_id, id: 'm-' + o.agentqa_ticket_id}));
+      const boxes = others.map((o) => h('input', {type: 'checkbox', name: 'source', value: o.agentqa_ticket_id, id: 'm-' + o.agentqa_ticket_id, 'data-focus': 'm-' + o.agentqa_ticket_id}));
       const form = h('form', {'aria-label': 'Merge tickets'},
         h('fieldset', {}, h('legend', {}, 'Tickets to merge'), others.map((o, i) => h('div', {},
           boxes[i], ' ', h('label', {for: boxes[i].id}, o.title || o.agentqa_ticket_id, h('span', {class: 'muted'}, ` (${label(o.status)})`))))),
-        h('button', {type: 'submit'}, 'Merge selected'));
+        h('button', {type: 'submit', 'data-focus': 'merge'}, 'Merge selected'));
       onSubmit(form, async () => {
         const ids = checked(boxes);
         if (!ids.length) return say(msg, 'Choose the tickets to merge.', true);
