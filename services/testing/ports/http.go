@@ -286,15 +286,33 @@ func invocationFormat(accept []string, format string) string {
 	return formatJSON
 }
 
-// prefersXML reports whether Accept gives application/xml or text/xml a
-// higher quality than application/json. Wildcards choose nothing: the
-// default is JSON.
+// prefersXML reports whether Accept names application/xml or text/xml
+// with a higher quality than it gives application/json. JSON takes the
+// quality of the most specific range matching it (RFC 9110 12.5.1:
+// application/json before application/* before */*), so
+// "text/xml;q=0.1, */*" chooses JSON; XML only that of a range naming it:
+// a wildcard chooses JSON, the default.
 func prefersXML(accept []string) bool {
-	xmlQ, jsonQ := 0.0, 0.0
+	ranges := acceptRanges(accept)
+	xmlQ := max(quality(ranges, "application", "xml", false), quality(ranges, "text", "xml", false))
+	return xmlQ > 0 && xmlQ > quality(ranges, "application", "json", true)
+}
+
+// acceptRange is one media range of an Accept header with its quality.
+type acceptRange struct {
+	typ, sub string
+	q        float64
+}
+
+func acceptRanges(accept []string) []acceptRange {
+	var out []acceptRange
 	for _, line := range accept {
 		for _, rng := range strings.Split(line, ",") {
 			params := strings.Split(rng, ";")
-			mt := strings.ToLower(strings.TrimSpace(params[0]))
+			typ, sub, ok := strings.Cut(strings.ToLower(strings.TrimSpace(params[0])), "/")
+			if !ok {
+				continue
+			}
 			q := 1.0
 			for _, p := range params[1:] {
 				k, val, _ := strings.Cut(strings.TrimSpace(p), "=")
@@ -304,15 +322,32 @@ func prefersXML(accept []string) bool {
 					}
 				}
 			}
-			switch mt {
-			case "application/xml", "text/xml":
-				xmlQ = max(xmlQ, q)
-			case "application/json":
-				jsonQ = max(jsonQ, q)
-			}
+			out = append(out, acceptRange{typ: strings.TrimSpace(typ), sub: strings.TrimSpace(sub), q: q})
 		}
 	}
-	return xmlQ > 0 && xmlQ > jsonQ
+	return out
+}
+
+// quality is the quality Accept gives typ/sub: that of the most specific
+// range matching it (with wildcards, or only one naming it), 0 when none
+// does.
+func quality(ranges []acceptRange, typ, sub string, wildcards bool) float64 {
+	best, q := -1, 0.0
+	for _, r := range ranges {
+		specificity := -1
+		switch {
+		case r.typ == typ && r.sub == sub:
+			specificity = 2
+		case wildcards && r.typ == typ && r.sub == "*":
+			specificity = 1
+		case wildcards && r.typ == "*" && r.sub == "*":
+			specificity = 0
+		}
+		if specificity > best || (specificity == best && specificity >= 0 && r.q > q) {
+			best, q = specificity, r.q
+		}
+	}
+	return q
 }
 
 func (h *Handlers) GetInvocation(c *api.Call) (any, error) {

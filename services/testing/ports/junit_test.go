@@ -144,6 +144,12 @@ func TestInvocationFormat(t *testing.T) {
 		{"", "application/json;q=0.5, application/xml", formatJUnit, false},
 		{"", "application/xml;q=0, */*", formatJSON, false},
 		{"", "Application/XML", formatJUnit, false},
+		// JSON takes the quality of the most specific range matching it.
+		{"", "text/xml;q=0.1, */*", formatJSON, false},
+		{"", "application/xml;q=0.5, application/*", formatJSON, false},
+		{"", "application/json;q=0.5, */*", formatJSON, false},
+		{"", "application/xml, */*;q=0.1", formatJUnit, false},
+		{"", "application/json;q=0.2, application/*;q=0.9, text/xml;q=0.5", formatJUnit, false},
 		{"format=junit", "", formatJUnit, false},
 		{"format=json", "application/xml", formatJSON, false},
 		{"format=junit", "application/json", formatJUnit, false},
