@@ -1,10 +1,12 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -249,22 +251,34 @@ func (a *App) finishBucketing(ctx context.Context, inv *testingv1.Invocation, fa
 
 func (a *App) groups(ctx context.Context, inv *testingv1.Invocation) ([]*testingv1.ResultGroup, error) {
 	repeat := int(max(inv.GetRepeatCount(), 1))
-	perTest := make([][]domain.BucketRun, len(inv.GetTests()))
+	// Results come in the order they were stored (which runner finished
+	// first); BucketRuns takes them in run order, so the same runs always
+	// give the same buckets and titles.
+	type indexed struct {
+		idx int
+		run domain.BucketRun
+	}
+	perTest := make([][]indexed, len(inv.GetTests()))
 	err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
 		idx, err := domain.RunIndex(inv.GetInvocationId(), r.GetRunId())
 		if err != nil || idx/repeat >= len(perTest) {
 			return nil
 		}
-		perTest[idx/repeat] = append(perTest[idx/repeat], domain.BucketRun{
+		perTest[idx/repeat] = append(perTest[idx/repeat], indexed{idx, domain.BucketRun{
 			RunID: r.GetRunId(), Status: r.GetStatus(), Response: responseText(r.GetAgentResponsesJson()), Reason: r.GetRationaleSummary(),
-		})
+		}})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*testingv1.ResultGroup, 0, len(perTest))
-	for i, runs := range perTest {
+	for i, stored := range perTest {
+		slices.SortFunc(stored, func(a, b indexed) int { return cmp.Compare(a.idx, b.idx) })
+		runs := make([]domain.BucketRun, len(stored))
+		for j, s := range stored {
+			runs[j] = s.run
+		}
 		pt := inv.GetTests()[i]
 		g := &testingv1.ResultGroup{TestId: pt.GetTestId(), TestName: pt.GetTestName(), WorkflowNodeId: pt.GetWorkflowNodeId(), TestIndex: int32(i)}
 		for _, b := range domain.BucketRuns(runs) {

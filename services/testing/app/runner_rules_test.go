@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -44,6 +45,32 @@ func TestGroupingRecordsEachTestsGroups(t *testing.T) {
 	}
 	if len(groups) != 1 || groups[0].GetTestId() != w.test || runs != 3 {
 		t.Fatalf("groups %v", groups)
+	}
+}
+
+// Runs are grouped in run order, whatever order their runners stored
+// them in: the same runs always give the same buckets and titles.
+func TestGroupingTakesRunsInRunOrder(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(3)
+	id := inv.GetInvocationId()
+	for _, run := range []int{2, 0, 1} { // stored as runners finish
+		w.workRun(id, run, func(int) string { return domain.RunPassed })
+	}
+	if !w.complete(id) {
+		t.Fatal("not completed")
+	}
+	ctx := context.Background()
+	if err := w.a.GroupResults(ctx, "ws", id, w.get(id).GetJobsTotal(), 1); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := w.a.ResultGroups(ctx, w.get(id), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{domain.RunID(id, 0), domain.RunID(id, 1), domain.RunID(id, 2)}
+	if len(groups) != 1 || len(groups[0].GetBuckets()) != 1 || !slices.Equal(groups[0].GetBuckets()[0].GetTestRunIds(), want) {
+		t.Fatalf("groups %v; want one bucket of %v", groups, want)
 	}
 }
 
