@@ -217,7 +217,7 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 		pending := int64(-1) // the runs not yet done, when not all the rest
 		switch {
 		case d.Status == domain.InvocationCompleted:
-			pending = 0 // a run without a result was cancelled before it started
+			pending = 0 // a run without a result was cancelled before it had a result
 		case d.Attempt <= 1:
 			if passed, failed, err = a.firstRound(ctx, d); err != nil {
 				return nil, nil, false, err

@@ -162,7 +162,7 @@ func JUnitCaseOf(inv *testingv1.Invocation, idx int, res *testingv1.RunResult, u
 		c.Outcome = JUnitSkipped
 		c.Message = "The run is pending."
 		if unrun == domain.RunCancelled {
-			c.Message = "The run was cancelled before it started."
+			c.Message = "The run was cancelled before it had a result." // not started, or its result dropped by a resubmission
 		}
 		return c
 	}

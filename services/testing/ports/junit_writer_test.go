@@ -119,7 +119,7 @@ func TestJUnitCaseOf(t *testing.T) {
 		{2, errored, "", "Hours (repeat 3/3)", "agent_1.llm", JUnitError, "The model failed: 503",
 			"error: The model failed: 503\ncondition_result: unknown\n", 0},
 		{5, nil, domain.RunPending, "Book (repeat 3/3)", "agent_1.tool", JUnitSkipped, "The run is pending.", "", 0},
-		{1, nil, domain.RunCancelled, "Hours (repeat 2/3)", "agent_1.llm", JUnitSkipped, "The run was cancelled before it started.", "", 0},
+		{1, nil, domain.RunCancelled, "Hours (repeat 2/3)", "agent_1.llm", JUnitSkipped, "The run was cancelled before it had a result.", "", 0},
 		{3, &testingv1.RunResult{Status: domain.RunCancelled}, "", "Book (repeat 1/3)", "agent_1.tool", JUnitSkipped, "The run was cancelled.", "", 0},
 	}
 	for _, c := range cases {
