@@ -157,6 +157,11 @@ func (a *App) LoadSamplesMessage(ctx context.Context, s *testingv1.LoadSamples) 
 // its jobs has stored its samples: it records the step's figures and
 // starts the next step, or completes the load test after the last. Safe
 // from any number of processes at once (the append is conditional).
+//
+// A cancel stops the load test with its step running: the jobs runners
+// hold finish their calls (the others are purged), and each one's
+// samples, as they come, make the step's figures over the callers that
+// played (recordCancelledStep).
 func (a *App) CheckLoadStep(ctx context.Context, ws, id string) (bool, error) {
 	inv, _, err := a.Invocations.Get(ctx, ws, id)
 	if err != nil {
@@ -168,7 +173,8 @@ func (a *App) CheckLoadStep(ctx context.Context, ws, id string) (bool, error) {
 func (a *App) checkLoadStep(ctx context.Context, inv *testingv1.Invocation) (bool, error) {
 	load := inv.GetLoad()
 	step := int(load.GetCurrentStep())
-	if inv.GetStatus() != domain.InvocationRunning || step >= len(load.GetSteps()) {
+	cancelled := inv.GetStatus() == domain.InvocationCancelled
+	if (inv.GetStatus() != domain.InvocationRunning && !cancelled) || step >= len(load.GetSteps()) {
 		return false, nil
 	}
 	callers := int(load.GetSteps()[step])
@@ -196,6 +202,9 @@ func (a *App) checkLoadStep(ctx context.Context, inv *testingv1.Invocation) (boo
 		samples = append(samples, ls)
 		return nil
 	})
+	if cancelled {
+		return false, a.recordCancelledStep(ctx, inv, step, samples)
+	}
 	if err != nil || len(samples) < jobs {
 		return false, err
 	}
@@ -227,6 +236,43 @@ func (a *App) checkLoadStep(ctx context.Context, inv *testingv1.Invocation) (boo
 		return &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: passed, FailedCount: failed}, nil
 	})
 	return err == nil, err
+}
+
+// recordCancelledStep records the figures of the step a cancel stopped,
+// over the callers whose jobs stored samples (none yet: nothing to
+// record). The step stays the load test's current one: the load test
+// neither goes on nor completes. Each job finishing later records them
+// again, over more callers.
+func (a *App) recordCancelledStep(ctx context.Context, inv *testingv1.Invocation, step int, samples []domain.LoadSample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	load := inv.GetLoad()
+	played := 0
+	for _, s := range samples {
+		played += s.Callers
+	}
+	res := LoadStepProto(domain.SummarizeLoadStep(played, len(samples), int(max(load.GetTurnsPerCaller(), 1)), samples, LoadBudget(load)))
+	res.StartedAtUnixMs, res.FinishedAtUnixMs = load.GetStepStartedAtUnixMs(), a.Now().UnixMilli()
+	_, err := a.Invocations.Update(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), "", func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
+		l := inv.GetLoad()
+		if inv.GetStatus() != domain.InvocationCancelled || int(l.GetCurrentStep()) != step {
+			return nil, nil
+		}
+		switch len(l.GetResults()) {
+		case step: // the first job's figures
+			l.Results = append(l.Results, res)
+		case step + 1: // a later job's: over more callers
+			if l.Results[step].GetCallers() >= res.GetCallers() {
+				return nil, nil // no more than recorded (a redelivery, or an older read)
+			}
+			l.Results[step] = res
+		default:
+			return nil, nil
+		}
+		return &testingv1.LoadStepCompleted{Meta: meta, Invocation: inv}, nil
+	})
+	return err
 }
 
 // LoadBudget is the latency budget a load test holds its steps to (nil:

@@ -205,6 +205,65 @@ func TestACancelledLoadTestStopsAfterItsRunningStep(t *testing.T) {
 	}
 }
 
+// The step a cancel stops finishes the calls its runners hold, and
+// reports them: its figures are over the callers whose jobs stored
+// samples, made again as each more job stores its own, and the load test
+// stays cancelled with no further step.
+func TestACancelledLoadTestsRunningStepReportsTheCallsItMade(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv, err := w.a.StartLoadTest(ctx, w.c, agentID, app.LoadTestInput{TestID: w.test, Steps: []int{4, 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := inv.GetInvocationId()
+	w.enqueueLast(id)
+	filter, _ := events.TestJobsOfInvocation("ws", id)
+	held := w.p.Jobs.Take(filter) // runners hold the step's jobs
+	if len(held) != 2 {
+		t.Fatalf("%d jobs for 4 callers; want 2", len(held))
+	}
+	if _, err := w.a.Cancel(ctx, w.c, id); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range held { // each finishes its calls after the cancel
+		job := &testingv1.RunJob{}
+		if err := protoUnmarshal(m.Data, job); err != nil {
+			t.Fatal(err)
+		}
+		s := &testingv1.LoadSamples{WorkspaceId: "ws", InvocationId: id, Step: job.GetLoadStep(), Job: job.GetLoadJob(), Callers: job.GetLoadCallers()}
+		for range job.GetLoadCallers() {
+			s.FirstTokenUs, s.TurnUs, s.OverheadUs = append(s.FirstTokenUs, 100_000), append(s.TurnUs, 200_000), append(s.OverheadUs, 250)
+		}
+		msg, err := w.a.LoadSamplesMessage(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.p.Runs.Publish(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // checked by two runners: recorded once
+			if done, err := w.a.CheckLoadStep(ctx, "ws", id); err != nil || done {
+				t.Fatalf("a cancelled load test's step finished: %v %v", done, err)
+			}
+		}
+		got := w.get(id)
+		l := got.GetLoad()
+		if got.GetStatus() != domain.InvocationCancelled || l.GetCurrentStep() != 0 || len(l.GetResults()) != 1 {
+			t.Fatalf("after job %d: %s, step %d, %d results", i, got.GetStatus(), l.GetCurrentStep(), len(l.GetResults()))
+		}
+		r := l.GetResults()[0]
+		played := int32(2 * (i + 1))
+		if r.GetCallers() != played || r.GetTurns() != int64(played) || r.GetFailedTurns() != 0 || r.GetFirstTokenP95Ms() != 100 || r.GetStartedAtUnixMs() == 0 {
+			t.Fatalf("after job %d: the stopped step's figures %v; want %d callers played", i, r, played)
+		}
+	}
+	w.enqueueLast(id) // the step's figures queue no next step
+	if waiting, _ := w.p.Jobs.Waiting(ctx, filter); waiting {
+		t.Fatal("jobs queued after the cancel")
+	}
+}
+
 // A retried start (same Idempotency-Key) answers the first load test,
 // even with the active-invocation quota now full with it.
 func TestARetriedLoadTestStartAnswersTheFirst(t *testing.T) {

@@ -37,6 +37,9 @@ func LoadTestView(inv *testingv1.Invocation) wire.LoadTest {
 		case i < len(l.GetResults()):
 			res := l.GetResults()[i]
 			st.Status = "completed"
+			if inv.GetStatus() == domain.InvocationCancelled && i == int(l.GetCurrentStep()) {
+				st.Status = "cancelled" // stopped running: its figures are over the callers that played
+			}
 			st.Turns, st.FailedTurns = res.GetTurns(), res.GetFailedTurns()
 			if res.GetTurns() > 0 {
 				st.FailedShare = float64(res.GetFailedTurns()) / float64(res.GetTurns())
@@ -60,6 +63,9 @@ func LoadTestView(inv *testingv1.Invocation) wire.LoadTest {
 			}
 		case inv.GetStatus() == domain.InvocationCancelled:
 			st.Status = "cancelled"
+			if i == int(l.GetCurrentStep()) { // it was running: its calls were made
+				st.StartedAtUnixMs = new(l.GetStepStartedAtUnixMs())
+			}
 		case i == int(l.GetCurrentStep()):
 			st.Status = "running"
 			st.StartedAtUnixMs = new(l.GetStepStartedAtUnixMs())

@@ -146,3 +146,28 @@ func TestListingViewsAnswerTheDocumentsShape(t *testing.T) {
 		t.Errorf("a test with a children count: %s", b)
 	}
 }
+
+// A cancelled load test shows the step the cancel stopped as cancelled,
+// with its start and the figures of the calls it made (when any job
+// reported them), and the steps after it as cancelled, never started.
+func TestACancelledLoadTestShowsTheStepItStopped(t *testing.T) {
+	inv := &testingv1.Invocation{InvocationId: "tinv_1", Status: domain.InvocationCancelled, Load: &testingv1.LoadTest{
+		Steps: []int32{2, 4, 8}, CurrentStep: 1, StepStartedAtUnixMs: 2000,
+		Results: []*testingv1.LoadStepResult{{Callers: 2, Turns: 2, MetBudget: true, StartedAtUnixMs: 1000, FinishedAtUnixMs: 2000}},
+	}}
+	steps := LoadTestView(inv).Steps
+	if s := steps[1]; s.Status != "cancelled" || s.StartedAtUnixMs == nil || *s.StartedAtUnixMs != 2000 || s.Turns != 0 {
+		t.Fatalf("the stopped step, no job reported: %+v", s)
+	}
+	inv.Load.Results = append(inv.Load.Results, &testingv1.LoadStepResult{Callers: 2, Turns: 2, MetBudget: true, StartedAtUnixMs: 2000, FinishedAtUnixMs: 3000})
+	steps = LoadTestView(inv).Steps
+	if s := steps[0]; s.Status != "completed" {
+		t.Fatalf("the step before the cancel: %+v", s)
+	}
+	if s := steps[1]; s.Status != "cancelled" || s.Turns != 2 || s.StartedAtUnixMs == nil || *s.StartedAtUnixMs != 2000 {
+		t.Fatalf("the stopped step, one job reported: %+v", s)
+	}
+	if s := steps[2]; s.Status != "cancelled" || s.StartedAtUnixMs != nil {
+		t.Fatalf("a step after the cancel: %+v", s)
+	}
+}
