@@ -142,19 +142,34 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 		}),
 	}
 	opts = append(opts, extra...)
+	var nc *nats.Conn
+	err := untilReachable(ctx, "nats", url, logger, func() (err error) {
+		nc, err = nats.Connect(url, opts...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.NC = nc
+	var watch context.Context
+	watch, l.stop = context.WithCancel(context.Background())
+	go l.island.run(watch, nc)
+	return l, nil
+}
+
+// untilReachable calls try until it succeeds, logging each failure and
+// waiting reconnectDelay between attempts, or until ctx ends: a process
+// may start before the server it needs (what, at url).
+func untilReachable(ctx context.Context, what, url string, logger *slog.Logger, try func() error) error {
 	for attempt := 0; ; attempt++ {
-		nc, err := nats.Connect(url, opts...)
+		err := try()
 		if err == nil {
-			l.NC = nc
-			var watch context.Context
-			watch, l.stop = context.WithCancel(context.Background())
-			go l.island.run(watch, nc)
-			return l, nil
+			return nil
 		}
-		logger.Warn("nats not reachable yet", "url", config.Redacted(url), "attempt", attempt+1, "err", err)
+		logger.Warn(what+" not reachable yet", "url", config.Redacted(url), "attempt", attempt+1, "err", err)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("connect nats %s: %w", config.Redacted(url), err)
+			return fmt.Errorf("reach %s %s: %w", what, config.Redacted(url), err)
 		case <-time.After(reconnectDelay(attempt)):
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
@@ -107,22 +106,17 @@ func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.L
 		link.Close()
 		return nil, nil, fmt.Errorf("connect mongo: %w", err)
 	}
-	for attempt := 0; ; attempt++ {
+	err = untilReachable(ctx, "mongo", mongoURI, logger, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := mc.Ping(pctx, nil)
-		cancel()
-		if err == nil {
-			return link, mc, nil
-		}
-		logger.Warn("mongo not reachable yet", "uri", config.Redacted(mongoURI), "attempt", attempt+1, "err", err)
-		select {
-		case <-ctx.Done():
-			link.Close()
-			_ = mc.Disconnect(context.Background())
-			return nil, nil, fmt.Errorf("reach mongo %s: %w", config.Redacted(mongoURI), err)
-		case <-time.After(reconnectDelay(attempt)):
-		}
+		defer cancel()
+		return mc.Ping(pctx, nil)
+	})
+	if err != nil {
+		link.Close()
+		_ = mc.Disconnect(context.Background())
+		return nil, nil, err
 	}
+	return link, mc, nil
 }
 
 // AsyncPublishTimeout bounds the wait for an async publish's
