@@ -318,6 +318,11 @@ describe("agent testing", () => {
     const none = await tests.list({ search: uniqueName("e2e-no-such-test") });
     assert.deepEqual(none.tests, []);
     assert.equal(none.hasMore, false);
+    // sharingMode: every entry is shared within the workspace; "shared_with_me" leaves out the caller's own.
+    const all = await tests.list({ search: prefix, sharingMode: "all" });
+    assert.deepEqual(new Set(all.tests.map((t) => t.id)), want);
+    const shared = await tests.list({ search: prefix, sharingMode: "shared_with_me" });
+    assert.deepEqual(shared.tests, [], "the caller's own tests are not shared with it");
     await expectStatus(strict.conversationalAi.tests.list({ pageSize: 101 }), 422);
   });
 

@@ -224,7 +224,7 @@ var (
 	DeleteTag               = op("tickets.delete_tag", del, tagsPath+"/{tag_id}", "tickets", convaiWrite).doc("Delete a conversation tag; conversations stop showing it", none, "", "")
 
 	CreateTest           = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated").bodyUpTo(largeBody)
-	ListTests            = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
+	ListTests            = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "sharing_mode", "created_by_user_id", "include_folders", "types")...)
 	TestSummaries        = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries").safe().bodyUpTo(largeBody) // POST for its body
 	BulkMoveTests        = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict).bodyUpTo(largeBody)
 	CreateFolder         = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite).doc("Create a test folder", ok, "FolderInput", "FolderCreated")

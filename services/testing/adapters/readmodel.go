@@ -184,6 +184,9 @@ func (rm *ReadModel) PageEntries(ctx context.Context, q app.EntryQuery) ([]app.E
 		if q.CreatedBy != "" {
 			and = append(and, bson.D{{Key: "created_by_user_id", Value: q.CreatedBy}})
 		}
+		if q.NotCreatedBy != "" {
+			and = append(and, bson.D{{Key: "created_by_user_id", Value: bson.D{{Key: "$ne", Value: q.NotCreatedBy}}}})
+		}
 		if q.Search != "" {
 			and = append(and, bson.D{{Key: "name", Value: containsAnyCase(q.Search)}})
 		}

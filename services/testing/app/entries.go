@@ -116,6 +116,7 @@ type TestQuery struct {
 	Types         []string
 	FoldersFirst  bool
 	CreatedBy     string
+	NotCreatedBy  string // sharing_mode shared_with_me: not the caller's own
 	After         *EntryPosition
 	Limit         int
 	IncludeFolder bool
@@ -125,7 +126,7 @@ type TestQuery struct {
 // when asked for, or when "folder" is among the types; tests unless the
 // types name only folders.
 func (q TestQuery) entryQuery() EntryQuery {
-	eq := EntryQuery{WorkspaceID: q.WorkspaceID, Search: q.Search, CreatedBy: q.CreatedBy, FoldersFirst: q.FoldersFirst,
+	eq := EntryQuery{WorkspaceID: q.WorkspaceID, Search: q.Search, CreatedBy: q.CreatedBy, NotCreatedBy: q.NotCreatedBy, FoldersFirst: q.FoldersFirst,
 		After: q.After, Limit: q.Limit}
 	if q.ParentFolder != nil {
 		p := *q.ParentFolder

@@ -34,8 +34,12 @@ func (a *App) PageTests(ctx context.Context, q TestQuery, token string) (Page[Li
 	if q.FoldersFirst {
 		sortMode = "folders_first"
 	}
-	scope := cursor.Scope("tests", q.WorkspaceID, q.Search, strings.Join(q.Types, ","), parent, sortMode, q.CreatedBy,
-		strconv.FormatBool(q.IncludeFolder))
+	parts := []string{"tests", q.WorkspaceID, q.Search, strings.Join(q.Types, ","), parent, sortMode, q.CreatedBy,
+		strconv.FormatBool(q.IncludeFolder)}
+	if q.NotCreatedBy != "" { // only then: the cursors of listings without it stay valid
+		parts = append(parts, "not:"+q.NotCreatedBy)
+	}
+	scope := cursor.Scope(parts...)
 	pos, err := cursor.After[pagePosition](a.Cursors, scope, token)
 	if err != nil {
 		return Page[ListedEntry]{}, err

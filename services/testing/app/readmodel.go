@@ -129,6 +129,7 @@ type EntryQuery struct {
 	Tests        bool    // tests are listed
 	TestTypes    []string
 	CreatedBy    string
+	NotCreatedBy string
 	Search       string // in the name, any case
 	FoldersFirst bool
 	After        *EntryPosition
@@ -145,6 +146,7 @@ func (q EntryQuery) Matches(e Entry) bool {
 		e.Kind == KindTest && len(q.TestTypes) > 0 && !slices.Contains(q.TestTypes, e.Type),
 		q.Parent != nil && e.ParentFolderID != *q.Parent,
 		q.CreatedBy != "" && e.CreatedBy != q.CreatedBy,
+		q.NotCreatedBy != "" && e.CreatedBy == q.NotCreatedBy,
 		q.Search != "" && !strings.Contains(strings.ToLower(e.Name), strings.ToLower(q.Search)):
 		return false
 	}

@@ -100,6 +100,7 @@ type testsQuery struct {
 	Search         string   `json:"search"`
 	ParentFolderID *string  `json:"parent_folder_id"`
 	SortMode       string   `json:"sort_mode"`
+	SharingMode    string   `json:"sharing_mode"`
 	CreatedBy      string   `json:"created_by_user_id"`
 	IncludeFolders bool     `json:"include_folders"`
 	Types          []string `json:"types"`
@@ -123,6 +124,9 @@ func (h *Handlers) ListTests(c *api.Call) (any, error) {
 		tq.CreatedBy = p.UserID
 	default:
 		tq.CreatedBy = by
+	}
+	if params.SharingMode == "shared_with_me" { // a workspace shares every entry with all of it
+		tq.NotCreatedBy = p.UserID
 	}
 	page, err := h.App.PageTests(c.Context(), tq, params.Cursor)
 	if err != nil {

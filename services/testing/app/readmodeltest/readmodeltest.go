@@ -286,7 +286,7 @@ func entryQueries(ws string, folders []string) []app.EntryQuery {
 		{Tests: true}, {Folders: true}, {Folders: true, Tests: true},
 		{Tests: true, Parent: &root}, {Folders: true, Tests: true, Parent: &root}, {Folders: true, Tests: true, Parent: &some},
 		{Tests: true, TestTypes: []string{domain.TypeTool}}, {Folders: true, Tests: true, TestTypes: []string{domain.TypeLLM, domain.TypeSimulation}},
-		{Tests: true, CreatedBy: "user_2"}, {Folders: true, Tests: true, Search: "reFUnd"}, {Tests: true, Search: "renamed gre"},
+		{Tests: true, CreatedBy: "user_2"}, {Folders: true, Tests: true, NotCreatedBy: "user_1"}, {Tests: true, NotCreatedBy: "user_2", Search: "e"}, {Folders: true, Tests: true, Search: "reFUnd"}, {Tests: true, Search: "renamed gre"},
 		{Folders: true, Tests: true, Parent: &some, Search: "e", CreatedBy: "user_1"},
 		{Tests: true, Search: "no such name"},
 	}
