@@ -87,6 +87,19 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	// Failures: 2 right, 2 wrong.
 	verdicts := map[string]bool{passed[0]: true, passed[1]: true, passed[2]: true, passed[3]: false,
 		failed[0]: true, failed[1]: true, failed[2]: false, failed[3]: false}
+	// One label only, a failure overturned: the judge said fail, people
+	// pass, each one answer only, so κ is undefined (null), not 0.
+	label(failing, failed[3], false, "")
+	var early wire.JudgeReport
+	r := call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
+	if err := json.Unmarshal(r.Body, &early); r.Code != 200 || err != nil || early.Labels != 1 || len(early.Judges) != 2 {
+		t.Fatalf("report of one label: %d %s", r.Code, r.Body)
+	}
+	for _, j := range early.Judges {
+		if j.Confusion != (wire.Confusion{FalseFail: 1}) || j.CohensKappa != nil || j.Series[0].CohensKappa != nil {
+			t.Fatalf("one overturned failure: %s", r.Body)
+		}
+	}
 	first := label(passing, passed[3], true, `,"note":"looks fine"`)
 	overturn := label(passing, passed[3], false, `,"note":"it never says five","criteria":[{"id":"condition_0","correct":false}]`)
 	if overturn["overturned"] != true || overturn["corrected_result"] != "failure" || overturn["reviewed"].(map[string]any)["condition_result"] != "success" ||
@@ -122,7 +135,7 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 
 	// History is kept, the last label is current, the run's verdict is
 	// what the judge said.
-	r := call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/runs/"+passed[3]+"/labels", adminKey, "")
+	r = call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/runs/"+passed[3]+"/labels", adminKey, "")
 	var hist struct{ Labels []map[string]any }
 	if err := json.Unmarshal(r.Body, &hist); r.Code != 200 || err != nil || len(hist.Labels) != 2 ||
 		hist.Labels[0]["label_id"] != first["label_id"] || hist.Labels[1]["label_id"] != overturn["label_id"] {
