@@ -370,7 +370,8 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 
 // deletedConversation reports whether the conversation was deleted: its
 // analyses and labels' notes no longer open (their key is destroyed), and
-// it is gone for its labels' reads and writes and for the judge report.
+// it is gone for its labels' reads and writes. The judge report still
+// counts its labels' verdicts, which are in the clear.
 func (a *App) deletedConversation(ws, conversationID string) bool {
 	return a.ConversationDeleted != nil && a.ConversationDeleted(ws, conversationID)
 }

@@ -275,7 +275,9 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 		return nil, 0, err
 	}
 	// Labels of conversations' evaluations count on the judge's row and on
-	// the agent's conversations' row (they are of no test).
+	// the agent's conversations' row (they are of no test), a deleted
+	// conversation's too: its labels' notes are sealed with it, their
+	// verdicts (all the report reads) stay in the clear for it.
 	if q.TestID == "" {
 		filter, err := events.ConversationLabelsOfWorkspace(q.WorkspaceID)
 		if err != nil {
@@ -286,8 +288,7 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 			if err != nil {
 				return err
 			}
-			if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix ||
-				a.deletedConversation(q.WorkspaceID, l.GetConversationId()) {
+			if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix {
 				return nil
 			}
 			total++
