@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -222,6 +223,56 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	r = call(t, s, "GET", "/v1/voiceai/judge/report?judge_model=another", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); err != nil || report.Labels != 0 || len(report.Judges) != 0 {
 		t.Fatalf("another judge: %s", r.Body)
+	}
+
+	// A label reviews one attempt. Resubmitted, a labelled run is judged
+	// anew: its new verdict has no review and is queued again; the label
+	// of its first attempt stays in its history.
+	rerun := failed[0]
+	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+failing+"/resubmit", adminKey,
+		fmt.Sprintf(`{"test_run_ids":[%q],"agent_id":%q}`, rerun, agent)); r.Code != 200 {
+		t.Fatalf("resubmit: %d %s", r.Code, r.Body)
+	}
+	type reviewed struct {
+		TestRunID string         `json:"test_run_id"`
+		Status    string         `json:"status"`
+		Attempt   int            `json:"attempt"`
+		Review    *wire.RunLabel `json:"review"`
+	}
+	var resubmitted struct {
+		Status   string     `json:"status"`
+		TestRuns []reviewed `json:"test_runs"`
+	}
+	eventually(t, 30*time.Second, "the resubmitted run is judged anew", func() bool {
+		r := call(t, s, "GET", "/v1/convai/test-invocations/"+failing, adminKey, "")
+		if json.Unmarshal(r.Body, &resubmitted) != nil || resubmitted.Status != "completed" {
+			return false
+		}
+		for _, run := range resubmitted.TestRuns {
+			if run.TestRunID == rerun {
+				return run.Attempt == 2
+			}
+		}
+		return false
+	})
+	for _, run := range resubmitted.TestRuns {
+		if run.Status != "failed" || (run.TestRunID == rerun) != (run.Review == nil) {
+			t.Fatalf("after resubmitting %s, run %s: %s, attempt %d, review %+v; want a review on the other runs only",
+				rerun, run.TestRunID, run.Status, run.Attempt, run.Review)
+		}
+	}
+	if q := queue("?sample_per_mille=0"); len(q) != 1 || q[0].RunID != rerun || q[0].Reasons[0] != "failed" || q[0].Label != nil {
+		t.Fatalf("the new verdict is not queued for review: %+v", q)
+	}
+	r = call(t, s, "GET", "/v1/convai/test-invocations/"+failing+"/runs/"+rerun+"/labels", adminKey, "")
+	if err := json.Unmarshal(r.Body, &hist); r.Code != 200 || err != nil || len(hist.Labels) != 1 || hist.Labels[0]["attempt"] != 1.0 {
+		t.Fatalf("the first attempt's label: %d %s", r.Code, r.Body)
+	}
+	if l := label(failing, rerun, true, ""); l["attempt"] != 2.0 {
+		t.Fatalf("a label of the new verdict: %v", l)
+	}
+	if q := queue("?sample_per_mille=0"); len(q) != 0 {
+		t.Fatalf("the new verdict, labelled, is still queued: %+v", q)
 	}
 }
 

@@ -195,8 +195,16 @@ func (a *App) RunLabels(ctx context.Context, ws, invocationID, runID string) ([]
 	return out, err
 }
 
+// Reviews reports whether label reviewed res, the result a run shows: a
+// label reviews one attempt of its run (a result is stored once per run
+// and attempt), and a run resubmitted since was judged anew, a verdict
+// nobody has reviewed yet.
+func Reviews(label *testingv1.RunLabel, res *testingv1.RunResult) bool {
+	return label != nil && res != nil && label.GetAttempt() == res.GetAttempt()
+}
+
 // CurrentLabels are the current label of each labelled run of an
-// invocation, by run id.
+// invocation, by run id, whichever attempt of the run it reviewed.
 func (a *App) CurrentLabels(ctx context.Context, inv *testingv1.Invocation) (map[string]*testingv1.RunLabel, error) {
 	filter, err := events.RunLabelsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
 	if err != nil {

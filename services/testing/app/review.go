@@ -37,7 +37,7 @@ type ReviewQuery struct {
 	Limit       int
 	// SamplePerMille is the share of passes drawn (0..1000).
 	SamplePerMille int
-	// IncludeLabelled keeps runs that already have a label.
+	// IncludeLabelled keeps runs whose verdict already has a label.
 	IncludeLabelled bool
 }
 
@@ -49,7 +49,7 @@ type ReviewItem struct {
 	Result     *testingv1.RunResult
 	Conditions []string
 	Reasons    []string
-	Label      *testingv1.RunLabel // the current label, when IncludeLabelled
+	Label      *testingv1.RunLabel // the label of this verdict, when IncludeLabelled
 }
 
 // votesDisagree reports whether the judge's verdicts of a run differ.
@@ -127,7 +127,8 @@ var errEnoughRead = errors.New("enough read")
 
 // ReviewQueue lists runs for people to label: failed runs, runs whose
 // judge votes disagreed and a deterministic sample of passes, newest
-// invocation first, runs already labelled left out.
+// invocation first, runs whose verdict is labelled left out. A label of
+// an earlier attempt does not review the verdict a resubmission made.
 func (a *App) ReviewQueue(ctx context.Context, q ReviewQuery) ([]ReviewItem, error) {
 	items := []ReviewItem{}
 	defs := map[uint64][]string{}
@@ -145,6 +146,9 @@ func (a *App) ReviewQueue(ctx context.Context, q ReviewQuery) ([]ReviewItem, err
 	err := a.recentResults(ctx, q.WorkspaceID, q.AgentID, begin, func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error) {
 		why := reasons(q.WorkspaceID, res, q.SamplePerMille)
 		label := labels[res.GetRunId()]
+		if !Reviews(label, res) {
+			label = nil
+		}
 		if len(why) == 0 || (label != nil && !q.IncludeLabelled) {
 			return true, nil
 		}
