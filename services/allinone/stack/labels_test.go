@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -58,8 +59,41 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	if len(q) != 4 || q[0].Reasons[0] != "failed" || q[0].Conditions[0] != "The agent states the opening hours nine to five" {
 		t.Fatalf("queue of failures: %+v", q)
 	}
-	if q := queue("?sample_per_mille=1000"); len(q) != 8 || q[7].Reasons[0] != "sampled_pass" {
-		t.Fatalf("every pass sampled: %+v", q)
+	all := queue("?sample_per_mille=1000")
+	if len(all) != 8 || all[7].Reasons[0] != "sampled_pass" {
+		t.Fatalf("every pass sampled: %+v", all)
+	}
+	// A page at a time, with next_cursor: the same runs in the same order.
+	var paged []string
+	for query := "?sample_per_mille=1000&page_size=3"; ; {
+		r := call(t, s, "GET", "/v1/voiceai/judge/review-queue"+query, adminKey, "")
+		var page struct {
+			Runs       []queued `json:"runs"`
+			HasMore    bool     `json:"has_more"`
+			NextCursor *string  `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(r.Body, &page); r.Code != 200 || err != nil || len(page.Runs) > 3 || page.HasMore != (page.NextCursor != nil) {
+			t.Fatalf("a page of the queue: %d %s", r.Code, r.Body)
+		}
+		for _, run := range page.Runs {
+			paged = append(paged, run.RunID)
+		}
+		if !page.HasMore {
+			break
+		}
+		query = "?sample_per_mille=1000&page_size=3&cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("pages of 3 read %v; at once, %+v", paged, all)
+	}
+	for i, run := range all {
+		if paged[i] != run.RunID {
+			t.Fatalf("pages of 3 read %v; at once, %+v", paged, all)
+		}
+	}
+	if r := call(t, s, "GET", "/v1/voiceai/judge/review-queue?sample_per_mille=0&cursor=forged", adminKey, ""); r.Code != 422 ||
+		!strings.Contains(string(r.Body), `"loc":["query","cursor"]`) {
+		t.Fatalf("a forged cursor: %d %s", r.Code, r.Body)
 	}
 
 	label := func(inv, run string, correct bool, extra string) map[string]any {

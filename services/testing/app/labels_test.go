@@ -142,11 +142,13 @@ func TestLabelsAndTheJudgeReport(t *testing.T) {
 
 	// The queue: run 1 (failed, votes disagreed) is labelled; with
 	// labelled runs kept it shows, with its label.
-	q, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 0})
+	page, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 0}, "")
+	q := page.Rows
 	if err != nil || len(q) != 1 || q[0].Result.GetRunId() != domain.RunID(inv, 3) {
 		t.Fatalf("the one unlabelled failure, no pass sampled: %v %v", q, err)
 	}
-	q, err = w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 1000, IncludeLabelled: true})
+	page, err = w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 1000, IncludeLabelled: true}, "")
+	q = page.Rows
 	if err != nil || len(q) != 4 || q[1].Result.GetRunId() != domain.RunID(inv, 1) || len(q[1].Reasons) != 2 ||
 		q[1].Reasons[0] != app.ReasonFailed || q[1].Reasons[1] != app.ReasonVotesDisagreed || q[1].Label == nil ||
 		q[0].Reasons[0] != app.ReasonSampledPass || q[0].Conditions[0] != "states the hours" {
@@ -170,11 +172,11 @@ func TestANewAttemptsVerdictIsReviewedAgain(t *testing.T) {
 	}
 	queue := func(includeLabelled bool) []app.ReviewItem {
 		t.Helper()
-		q, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, IncludeLabelled: includeLabelled})
+		page, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, IncludeLabelled: includeLabelled}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return q
+		return page.Rows
 	}
 	if q := queue(false); len(q) != 0 {
 		t.Fatalf("a labelled run is queued: %+v", q)
