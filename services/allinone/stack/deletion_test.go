@@ -472,6 +472,15 @@ func TestDeleteConversationShredsItsAnalyses(t *testing.T) {
 	}
 	wantError(t, call(t, s, "POST", "/v1/convai/conversations/conv_judged/analysis/run", adminKey, ""), 404, "conversation_not_found")
 	wantError(t, call(t, s, "GET", "/v1/voiceai/conversations/conv_judged/evaluation/labels", adminKey, ""), 404, "conversation_not_found")
+	// The label's verdict, in the clear, still counts in the judge report
+	// (the conversations row of the agent stays), its note nowhere in it.
+	r := call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
+	var report wire.JudgeReport
+	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Labels != 1 || len(report.Judges) != 2 ||
+		report.Judges[1].Scope != "conversations" || report.Judges[1].AgentID == nil || *report.Judges[1].AgentID != agent ||
+		report.Judges[1].Labels != 1 || strings.Contains(string(r.Body), "Quai Voltaire") {
+		t.Fatalf("the judge report after the delete: %d %s", r.Code, r.Body)
+	}
 	// The offline judge's words are not the conversation's own (the other
 	// analysis may say the same): its projected document is what must go.
 	analyses := (&testenv.Env{MongoURI: s.MongoURI}).Mongo(t).Database("voiceai_tickets").Collection(adapters.AnalysesCollection)

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -57,8 +59,41 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	if len(q) != 4 || q[0].Reasons[0] != "failed" || q[0].Conditions[0] != "The agent states the opening hours nine to five" {
 		t.Fatalf("queue of failures: %+v", q)
 	}
-	if q := queue("?sample_per_mille=1000"); len(q) != 8 || q[7].Reasons[0] != "sampled_pass" {
-		t.Fatalf("every pass sampled: %+v", q)
+	all := queue("?sample_per_mille=1000")
+	if len(all) != 8 || all[7].Reasons[0] != "sampled_pass" {
+		t.Fatalf("every pass sampled: %+v", all)
+	}
+	// A page at a time, with next_cursor: the same runs in the same order.
+	var paged []string
+	for query := "?sample_per_mille=1000&page_size=3"; ; {
+		r := call(t, s, "GET", "/v1/voiceai/judge/review-queue"+query, adminKey, "")
+		var page struct {
+			Runs       []queued `json:"runs"`
+			HasMore    bool     `json:"has_more"`
+			NextCursor *string  `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(r.Body, &page); r.Code != 200 || err != nil || len(page.Runs) > 3 || page.HasMore != (page.NextCursor != nil) {
+			t.Fatalf("a page of the queue: %d %s", r.Code, r.Body)
+		}
+		for _, run := range page.Runs {
+			paged = append(paged, run.RunID)
+		}
+		if !page.HasMore {
+			break
+		}
+		query = "?sample_per_mille=1000&page_size=3&cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("pages of 3 read %v; at once, %+v", paged, all)
+	}
+	for i, run := range all {
+		if paged[i] != run.RunID {
+			t.Fatalf("pages of 3 read %v; at once, %+v", paged, all)
+		}
+	}
+	if r := call(t, s, "GET", "/v1/voiceai/judge/review-queue?sample_per_mille=0&cursor=forged", adminKey, ""); r.Code != 422 ||
+		!strings.Contains(string(r.Body), `"loc":["query","cursor"]`) {
+		t.Fatalf("a forged cursor: %d %s", r.Code, r.Body)
 	}
 
 	label := func(inv, run string, correct bool, extra string) map[string]any {
@@ -87,6 +122,19 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	// Failures: 2 right, 2 wrong.
 	verdicts := map[string]bool{passed[0]: true, passed[1]: true, passed[2]: true, passed[3]: false,
 		failed[0]: true, failed[1]: true, failed[2]: false, failed[3]: false}
+	// One label only, a failure overturned: the judge said fail, people
+	// pass, each one answer only, so κ is undefined (null), not 0.
+	label(failing, failed[3], false, "")
+	var early wire.JudgeReport
+	r := call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
+	if err := json.Unmarshal(r.Body, &early); r.Code != 200 || err != nil || early.Labels != 1 || len(early.Judges) != 2 {
+		t.Fatalf("report of one label: %d %s", r.Code, r.Body)
+	}
+	for _, j := range early.Judges {
+		if j.Confusion != (wire.Confusion{FalseFail: 1}) || j.CohensKappa != nil || j.Series[0].CohensKappa != nil {
+			t.Fatalf("one overturned failure: %s", r.Body)
+		}
+	}
 	first := label(passing, passed[3], true, `,"note":"looks fine"`)
 	overturn := label(passing, passed[3], false, `,"note":"it never says five","criteria":[{"id":"condition_0","correct":false}]`)
 	if overturn["overturned"] != true || overturn["corrected_result"] != "failure" || overturn["reviewed"].(map[string]any)["condition_result"] != "success" ||
@@ -122,7 +170,7 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 
 	// History is kept, the last label is current, the run's verdict is
 	// what the judge said.
-	r := call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/runs/"+passed[3]+"/labels", adminKey, "")
+	r = call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/runs/"+passed[3]+"/labels", adminKey, "")
 	var hist struct{ Labels []map[string]any }
 	if err := json.Unmarshal(r.Body, &hist); r.Code != 200 || err != nil || len(hist.Labels) != 2 ||
 		hist.Labels[0]["label_id"] != first["label_id"] || hist.Labels[1]["label_id"] != overturn["label_id"] {
@@ -209,6 +257,56 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	r = call(t, s, "GET", "/v1/voiceai/judge/report?judge_model=another", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); err != nil || report.Labels != 0 || len(report.Judges) != 0 {
 		t.Fatalf("another judge: %s", r.Body)
+	}
+
+	// A label reviews one attempt. Resubmitted, a labelled run is judged
+	// anew: its new verdict has no review and is queued again; the label
+	// of its first attempt stays in its history.
+	rerun := failed[0]
+	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+failing+"/resubmit", adminKey,
+		fmt.Sprintf(`{"test_run_ids":[%q],"agent_id":%q}`, rerun, agent)); r.Code != 200 {
+		t.Fatalf("resubmit: %d %s", r.Code, r.Body)
+	}
+	type reviewed struct {
+		TestRunID string         `json:"test_run_id"`
+		Status    string         `json:"status"`
+		Attempt   int            `json:"attempt"`
+		Review    *wire.RunLabel `json:"review"`
+	}
+	var resubmitted struct {
+		Status   string     `json:"status"`
+		TestRuns []reviewed `json:"test_runs"`
+	}
+	eventually(t, 30*time.Second, "the resubmitted run is judged anew", func() bool {
+		r := call(t, s, "GET", "/v1/convai/test-invocations/"+failing, adminKey, "")
+		if json.Unmarshal(r.Body, &resubmitted) != nil || resubmitted.Status != "completed" {
+			return false
+		}
+		for _, run := range resubmitted.TestRuns {
+			if run.TestRunID == rerun {
+				return run.Attempt == 2
+			}
+		}
+		return false
+	})
+	for _, run := range resubmitted.TestRuns {
+		if run.Status != "failed" || (run.TestRunID == rerun) != (run.Review == nil) {
+			t.Fatalf("after resubmitting %s, run %s: %s, attempt %d, review %+v; want a review on the other runs only",
+				rerun, run.TestRunID, run.Status, run.Attempt, run.Review)
+		}
+	}
+	if q := queue("?sample_per_mille=0"); len(q) != 1 || q[0].RunID != rerun || q[0].Reasons[0] != "failed" || q[0].Label != nil {
+		t.Fatalf("the new verdict is not queued for review: %+v", q)
+	}
+	r = call(t, s, "GET", "/v1/convai/test-invocations/"+failing+"/runs/"+rerun+"/labels", adminKey, "")
+	if err := json.Unmarshal(r.Body, &hist); r.Code != 200 || err != nil || len(hist.Labels) != 1 || hist.Labels[0]["attempt"] != 1.0 {
+		t.Fatalf("the first attempt's label: %d %s", r.Code, r.Body)
+	}
+	if l := label(failing, rerun, true, ""); l["attempt"] != 2.0 {
+		t.Fatalf("a label of the new verdict: %v", l)
+	}
+	if q := queue("?sample_per_mille=0"); len(q) != 0 {
+		t.Fatalf("the new verdict, labelled, is still queued: %+v", q)
 	}
 }
 

@@ -16,6 +16,16 @@ func TestReliabilityThroughTheGateway(t *testing.T) {
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)
+	var got struct {
+		ID          string               `json:"id"`
+		Reliability wire.TestReliability `json:"reliability"`
+	}
+	// Before any run nothing is known: rate 0 of 0, interval [0, 1].
+	r := call(t, s, "GET", "/v1/convai/agent-testing/"+hours, adminKey, "")
+	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil || got.Reliability.Runs != 0 ||
+		!reflect.DeepEqual(got.Reliability.PassRateCI95, []float64{0, 1}) || len(got.Reliability.Invocations) != 0 {
+		t.Fatalf("a test never run: %d %s", r.Code, r.Body)
+	}
 	run := func(want string) string {
 		t.Helper()
 		id := runAndWait(t, s, agent, 2, hours)
@@ -30,11 +40,7 @@ func TestReliabilityThroughTheGateway(t *testing.T) {
 	dropOpeningHours(t, s, agent)
 	failing := run("failed")
 
-	var got struct {
-		ID          string               `json:"id"`
-		Reliability wire.TestReliability `json:"reliability"`
-	}
-	r := call(t, s, "GET", "/v1/convai/agent-testing/"+hours, adminKey, "")
+	r = call(t, s, "GET", "/v1/convai/agent-testing/"+hours, adminKey, "")
 	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil {
 		t.Fatalf("get test: %d %s", r.Code, r.Body)
 	}

@@ -199,6 +199,12 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 		convRow.Criteria[1].ID != "refund" || convRow.Criteria[1].Text != "Refund window" || convRow.Criteria[1].Agreement.Count != 0 || convRow.Criteria[1].Agreement.N != 1 {
 		t.Fatalf("criteria: %+v", convRow.Criteria)
 	}
+	// Each criterion has one label, so each side gave one answer: κ is
+	// undefined (null), for the overturned refund verdict as for the
+	// confirmed hours one.
+	if convRow.Criteria[0].CohensKappa != nil || convRow.Criteria[1].CohensKappa != nil {
+		t.Fatalf("κ of criteria with one label each: %v, %v; want null", convRow.Criteria[0].CohensKappa, convRow.Criteria[1].CohensKappa)
+	}
 	// A report of one test counts no conversation.
 	r = call(t, s, "GET", "/v1/voiceai/judge/report?test_id=test_none", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); err != nil || report.Labels != 0 {

@@ -195,8 +195,16 @@ func (a *App) RunLabels(ctx context.Context, ws, invocationID, runID string) ([]
 	return out, err
 }
 
+// Reviews reports whether label reviewed res, the result a run shows: a
+// label reviews one attempt of its run (a result is stored once per run
+// and attempt), and a run resubmitted since was judged anew, a verdict
+// nobody has reviewed yet.
+func Reviews(label *testingv1.RunLabel, res *testingv1.RunResult) bool {
+	return label != nil && res != nil && label.GetAttempt() == res.GetAttempt()
+}
+
 // CurrentLabels are the current label of each labelled run of an
-// invocation, by run id.
+// invocation, by run id, whichever attempt of the run it reviewed.
 func (a *App) CurrentLabels(ctx context.Context, inv *testingv1.Invocation) (map[string]*testingv1.RunLabel, error) {
 	filter, err := events.RunLabelsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
 	if err != nil {
@@ -370,7 +378,8 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 
 // deletedConversation reports whether the conversation was deleted: its
 // analyses and labels' notes no longer open (their key is destroyed), and
-// it is gone for its labels' reads and writes and for the judge report.
+// it is gone for its labels' reads and writes. The judge report still
+// counts its labels' verdicts, which are in the clear.
 func (a *App) deletedConversation(ws, conversationID string) bool {
 	return a.ConversationDeleted != nil && a.ConversationDeleted(ws, conversationID)
 }

@@ -26,20 +26,26 @@ func (w *world) judged(inv string, idx int, status, verdict string, votes ...str
 
 func (w *world) judgedBy(model, inv string, idx int, status, verdict string, votes ...string) {
 	w.t.Helper()
+	w.judgedAt(1, model, inv, idx, status, verdict, votes...)
+}
+
+// judgedAt stores the run's result of attempt (a resubmission's, from 2).
+func (w *world) judgedAt(attempt int32, model, inv string, idx int, status, verdict string, votes ...string) {
+	w.t.Helper()
 	ctx := context.Background()
-	run := &testingv1.RunResult{RunId: domain.RunID(inv, idx), InvocationId: inv, WorkspaceId: "ws", Attempt: 1, Status: status,
+	run := &testingv1.RunResult{RunId: domain.RunID(inv, idx), InvocationId: inv, WorkspaceId: "ws", Attempt: attempt, Status: status,
 		TestIndex: 0, RepeatIndex: int32(idx), ConditionResult: verdict, Usage: &testingv1.ModelUsage{Provider: "openai", Model: model}}
 	for _, v := range votes {
 		run.JudgeVotes = append(run.JudgeVotes, &testingv1.JudgeVote{Result: v})
 	}
 	subject, _ := events.RunSubject("ws", inv, run.RunId)
-	meta := &commonv1.EventMeta{EventId: "evt_" + inv + strconv.Itoa(idx), WorkspaceId: "ws"}
+	meta := &commonv1.EventMeta{EventId: "evt_" + inv + strconv.Itoa(idx) + "_" + strconv.Itoa(int(attempt)), WorkspaceId: "ws"}
 	ev, err := esproto.Encode(ctx, meta, &testingv1.RunCompleted{Meta: meta, Run: run})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	h := eventlog.Header{events.HeaderEventType: {ev.Type}}
-	if _, err := w.p.Runs.Publish(ctx, app.Message{Subject: subject, ID: run.RunId + "#1", Header: h, Data: ev.Data}); err != nil {
+	if _, err := w.p.Runs.Publish(ctx, app.Message{Subject: subject, ID: run.RunId + "#" + strconv.Itoa(int(attempt)), Header: h, Data: ev.Data}); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -136,14 +142,69 @@ func TestLabelsAndTheJudgeReport(t *testing.T) {
 
 	// The queue: run 1 (failed, votes disagreed) is labelled; with
 	// labelled runs kept it shows, with its label.
-	q, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 0})
+	page, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 0}, "")
+	q := page.Rows
 	if err != nil || len(q) != 1 || q[0].Result.GetRunId() != domain.RunID(inv, 3) {
 		t.Fatalf("the one unlabelled failure, no pass sampled: %v %v", q, err)
 	}
-	q, err = w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 1000, IncludeLabelled: true})
+	page, err = w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 1000, IncludeLabelled: true}, "")
+	q = page.Rows
 	if err != nil || len(q) != 4 || q[1].Result.GetRunId() != domain.RunID(inv, 1) || len(q[1].Reasons) != 2 ||
 		q[1].Reasons[0] != app.ReasonFailed || q[1].Reasons[1] != app.ReasonVotesDisagreed || q[1].Label == nil ||
 		q[0].Reasons[0] != app.ReasonSampledPass || q[0].Conditions[0] != "states the hours" {
 		t.Fatalf("queue %+v %v", q, err)
+	}
+}
+
+// A label reviews one attempt of its run: once the run is resubmitted
+// and judged anew, the new verdict is queued for review again and the old
+// label does not review it (it stays in the run's labels); a label of the
+// new verdict takes it out of the queue again.
+func TestANewAttemptsVerdictIsReviewedAgain(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv := w.run(1).GetInvocationId()
+	run := domain.RunID(inv, 0)
+	w.judged(inv, 0, domain.RunFailed, domain.ConditionFailure)
+	first, err := w.a.LabelRun(ctx, w.c, inv, run, app.LabelInput{VerdictCorrect: no()})
+	if err != nil || first.GetAttempt() != 1 {
+		t.Fatalf("label of attempt 1: %v %v", first, err)
+	}
+	queue := func(includeLabelled bool) []app.ReviewItem {
+		t.Helper()
+		page, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, IncludeLabelled: includeLabelled}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Rows
+	}
+	if q := queue(false); len(q) != 0 {
+		t.Fatalf("a labelled run is queued: %+v", q)
+	}
+
+	// Resubmitted, the run fails again: a verdict nobody reviewed.
+	w.judgedAt(2, "judge-m", inv, 0, domain.RunFailed, domain.ConditionFailure)
+	q := queue(false)
+	if len(q) != 1 || q[0].Result.GetRunId() != run || q[0].Result.GetAttempt() != 2 || q[0].Label != nil {
+		t.Fatalf("the new verdict is not queued for review: %+v", q)
+	}
+	if q := queue(true); len(q) != 1 || q[0].Label != nil {
+		t.Fatalf("the new verdict shows attempt 1's label as its own: %+v", q)
+	}
+	if app.Reviews(first, q[0].Result) {
+		t.Fatal("attempt 1's label reviews attempt 2's verdict")
+	}
+	second, err := w.a.LabelRun(ctx, w.c, inv, run, app.LabelInput{VerdictCorrect: yes()})
+	if err != nil || second.GetAttempt() != 2 || !app.Reviews(second, q[0].Result) {
+		t.Fatalf("label of attempt 2: %v %v", second, err)
+	}
+	if q := queue(false); len(q) != 0 {
+		t.Fatalf("the labelled new verdict is still queued: %+v", q)
+	}
+	if q := queue(true); len(q) != 1 || q[0].Label.GetLabelId() != second.GetLabelId() {
+		t.Fatalf("with labelled runs: %+v, want attempt 2's label", q)
+	}
+	if all, err := w.a.RunLabels(ctx, "ws", inv, run); err != nil || len(all) != 2 || all[0].GetAttempt() != 1 {
+		t.Fatalf("the run's labels: %v %v; want both attempts'", all, err)
 	}
 }

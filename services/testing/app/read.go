@@ -52,17 +52,27 @@ func runOf(msg proto.Message, err error) (*testingv1.RunResult, error) {
 // EachRunResult calls fn with the current result of every run of an
 // invocation that has one.
 func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn func(*testingv1.RunResult) error) error {
+	return a.eachRunResultAfter(ctx, inv, 0, func(r *testingv1.RunResult, _ uint64) error { return fn(r) })
+}
+
+// eachRunResultAfter is EachRunResult with each result's sequence in the
+// runs log, from the results stored after seq (those before are skipped
+// without being decoded).
+func (a *App) eachRunResultAfter(ctx context.Context, inv *testingv1.Invocation, seq uint64, fn func(*testingv1.RunResult, uint64) error) error {
 	runs, err := events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
 	if err != nil {
 		return err
 	}
 	return a.scan(ctx, inv.GetWorkspaceId(), runs, a.Runs.EachLast,
 		func(m Record) error {
+			if m.Seq <= seq {
+				return nil
+			}
 			r, err := runOf(esproto.Decode(m))
 			if err != nil {
 				return err
 			}
-			return fn(r)
+			return fn(r, m.Seq)
 		})
 }
 

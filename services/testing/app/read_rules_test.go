@@ -52,7 +52,8 @@ func TestReliabilityCountsFinishedRunsNewestFirst(t *testing.T) {
 	}
 
 	never := w.testIn("Never run", "")
-	if total, per, err := w.a.TestReliability(context.Background(), "ws", never, 3); err != nil || total.Runs != 0 || len(per) != 0 {
+	if total, per, err := w.a.TestReliability(context.Background(), "ws", never, 3); err != nil || total.Runs != 0 || len(per) != 0 ||
+		total.Low != 0 || total.High != 1 {
 		t.Fatalf("a test never run: %+v %+v %v", total, per, err)
 	}
 }
@@ -159,6 +160,13 @@ func TestListInvocationsProgressAndPaging(t *testing.T) {
 	}
 	if r := got[2].Reliability; r.Runs != 4 || r.PassRate != 0.5 {
 		t.Errorf("the worked invocation's pass rate: %+v", r)
+	}
+	// With no finished run nothing is known of the pass rate: its
+	// interval is all of [0, 1].
+	for _, p := range got[:2] {
+		if r := p.Reliability; r.Runs != 0 || r.PassRate != 0 || r.Low != 0 || r.High != 1 {
+			t.Errorf("invocation %s without a finished run: reliability %+v, want 0 in [0, 1]", p.ID, r)
+		}
 	}
 
 	other := app.InvocationFilter{WorkspaceID: "ws_other", Limit: 10}

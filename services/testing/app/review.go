@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -37,7 +39,7 @@ type ReviewQuery struct {
 	Limit       int
 	// SamplePerMille is the share of passes drawn (0..1000).
 	SamplePerMille int
-	// IncludeLabelled keeps runs that already have a label.
+	// IncludeLabelled keeps runs whose verdict already has a label.
 	IncludeLabelled bool
 }
 
@@ -49,7 +51,7 @@ type ReviewItem struct {
 	Result     *testingv1.RunResult
 	Conditions []string
 	Reasons    []string
-	Label      *testingv1.RunLabel // the current label, when IncludeLabelled
+	Label      *testingv1.RunLabel // the label of this verdict, when IncludeLabelled
 }
 
 // votesDisagree reports whether the judge's verdicts of a run differ.
@@ -77,20 +79,56 @@ func reasons(ws string, res *testingv1.RunResult, perMille int) []string {
 	return out
 }
 
+// reviewPosition is where a read of the recent results stopped: after
+// the result stored at Seq of invocation ID (at its place in listings),
+// with the invocations and results read until then, that one included,
+// counted against the read's bounds. A review queue's cursor holds it.
+type reviewPosition struct {
+	Created      int64  `json:"c"`
+	CreatedNanos int64  `json:"n,omitempty"`
+	ID           string `json:"i"`
+	Seq          uint64 `json:"s"`
+	Invocations  int    `json:"v"`
+	Read         int    `json:"r"`
+}
+
 // recentResults calls fn with each current result of the workspace's
-// recent invocations (newest invocation first, each in stream order),
-// reading at most ReviewMaxRuns; fn returns false to stop. begin, when
-// given, is called with each invocation before its results are read (fn
-// runs inside a read of the runs log, so it must not start another).
-func (a *App) recentResults(ctx context.Context, ws, agentID string, begin func(*testingv1.Invocation) error,
-	fn func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error)) error {
-	page, _, err := a.ReadModel.PageInvocations(ctx, InvocationFilter{WorkspaceID: ws, AgentID: agentID, Limit: ReviewInvocations})
-	if err != nil {
-		return err
+// recent invocations (newest invocation first, each in stream order) and
+// the position after it, reading at most ReviewInvocations invocations
+// and ReviewMaxRuns results; fn returns false to stop. From a position
+// (nil: the start), the read goes on after it, within what is left of
+// the same bounds. begin, when given, is called with each invocation
+// before its results are read (fn runs inside a read of the runs log, so
+// it must not start another).
+func (a *App) recentResults(ctx context.Context, ws, agentID string, from *reviewPosition, begin func(*testingv1.Invocation) error,
+	fn func(inv *testingv1.Invocation, res *testingv1.RunResult, at reviewPosition) (bool, error)) error {
+	type toRead struct {
+		at    InvocationPosition
+		after uint64 // the results stored up to this sequence were read before
 	}
-	budget := ReviewMaxRuns
-	for _, s := range page {
-		inv, _, err := a.Invocations.Get(ctx, ws, s.ID)
+	var reads []toRead
+	counted, read := 0, 0 // invocations and results read before
+	filter := InvocationFilter{WorkspaceID: ws, AgentID: agentID, Limit: ReviewInvocations}
+	if from != nil {
+		at := InvocationPosition{Created: from.Created, CreatedNanos: from.CreatedNanos, ID: from.ID}
+		reads = append(reads, toRead{at: at, after: from.Seq})
+		counted, read = from.Invocations-1, from.Read
+		filter.After, filter.Limit = &at, ReviewInvocations-from.Invocations
+	}
+	if filter.Limit > 0 {
+		page, _, err := a.ReadModel.PageInvocations(ctx, filter)
+		if err != nil {
+			return err
+		}
+		for _, s := range page {
+			reads = append(reads, toRead{at: s.PositionOf()})
+		}
+	}
+	for i, r := range reads {
+		if read >= ReviewMaxRuns {
+			return nil
+		}
+		inv, _, err := a.Invocations.Get(ctx, ws, r.at.ID)
 		if err != nil {
 			return err
 		}
@@ -102,10 +140,11 @@ func (a *App) recentResults(ctx context.Context, ws, agentID string, begin func(
 				return err
 			}
 		}
-		err = a.EachRunResult(ctx, inv, func(res *testingv1.RunResult) error {
-			budget--
-			more, err := fn(inv, res)
-			if err == nil && (!more || budget <= 0) {
+		err = a.eachRunResultAfter(ctx, inv, r.after, func(res *testingv1.RunResult, seq uint64) error {
+			read++
+			more, err := fn(inv, res, reviewPosition{Created: r.at.Created, CreatedNanos: r.at.CreatedNanos, ID: r.at.ID, Seq: seq,
+				Invocations: counted + i + 1, Read: read})
+			if err == nil && (!more || read >= ReviewMaxRuns) {
 				return errEnoughRead
 			}
 			return err
@@ -125,11 +164,19 @@ func (a *App) recentResults(ctx context.Context, ws, agentID string, begin func(
 // fails, so returning nil would read a 250,000-run invocation whole.
 var errEnoughRead = errors.New("enough read")
 
-// ReviewQueue lists runs for people to label: failed runs, runs whose
-// judge votes disagreed and a deterministic sample of passes, newest
-// invocation first, runs already labelled left out.
-func (a *App) ReviewQueue(ctx context.Context, q ReviewQuery) ([]ReviewItem, error) {
-	items := []ReviewItem{}
+// ReviewQueue is the page of the review queue that token names ("": the
+// first): failed runs, runs whose judge votes disagreed and a
+// deterministic sample of passes, newest invocation first, runs whose
+// verdict is labelled left out. A label of an earlier attempt does not
+// review the verdict a resubmission made. A token is bound to the
+// query's filters; its pages go on through the same recent invocations
+// and results as one page would (ReviewInvocations, ReviewMaxRuns).
+func (a *App) ReviewQueue(ctx context.Context, q ReviewQuery, token string) (Page[ReviewItem], error) {
+	scope := cursor.Scope("review-queue", q.WorkspaceID, q.AgentID, strconv.Itoa(q.SamplePerMille), strconv.FormatBool(q.IncludeLabelled))
+	from, err := cursor.After[reviewPosition](a.Cursors, scope, token)
+	if err != nil {
+		return Page[ReviewItem]{}, err
+	}
 	defs := map[uint64][]string{}
 	var labels map[string]*testingv1.RunLabel
 	begin := func(inv *testingv1.Invocation) (err error) {
@@ -137,46 +184,54 @@ func (a *App) ReviewQueue(ctx context.Context, q ReviewQuery) ([]ReviewItem, err
 		return err
 	}
 	type found struct {
-		inv *testingv1.Invocation
-		res *testingv1.RunResult
-		why []string
+		inv   *testingv1.Invocation
+		res   *testingv1.RunResult
+		why   []string
+		label *testingv1.RunLabel
+		at    reviewPosition
 	}
+	// One run more than the page, to know whether more follow.
 	var picked []found
-	err := a.recentResults(ctx, q.WorkspaceID, q.AgentID, begin, func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error) {
+	err = a.recentResults(ctx, q.WorkspaceID, q.AgentID, from, begin, func(inv *testingv1.Invocation, res *testingv1.RunResult, at reviewPosition) (bool, error) {
 		why := reasons(q.WorkspaceID, res, q.SamplePerMille)
 		label := labels[res.GetRunId()]
+		if !Reviews(label, res) {
+			label = nil
+		}
 		if len(why) == 0 || (label != nil && !q.IncludeLabelled) {
 			return true, nil
 		}
 		if ti := int(res.GetTestIndex()); ti < 0 || ti >= len(inv.GetTests()) {
 			return true, nil
 		}
-		picked = append(picked, found{inv, res, why})
-		if label != nil {
-			items = append(items, ReviewItem{Label: label})
-		} else {
-			items = append(items, ReviewItem{})
-		}
-		return len(picked) < q.Limit, nil
+		picked = append(picked, found{inv, res, why, label, at})
+		return len(picked) <= q.Limit, nil
 	})
 	if err != nil {
-		return nil, err
+		return Page[ReviewItem]{}, err
+	}
+	page := Page[ReviewItem]{Rows: []ReviewItem{}}
+	if len(picked) > q.Limit {
+		picked, page.HasMore = picked[:q.Limit], true
+		if page.NextCursor, err = cursor.Next(a.Cursors, scope, picked[len(picked)-1].at); err != nil {
+			return Page[ReviewItem]{}, err
+		}
 	}
 	// The tests' conditions, read once the runs log is no longer held.
-	for i, p := range picked {
+	for _, p := range picked {
 		pt := p.inv.GetTests()[p.res.GetTestIndex()]
 		conds, ok := defs[pt.GetTestStreamSeq()]
 		if !ok {
 			def, err := a.DefinitionAt(ctx, pt.GetTestStreamSeq())
 			if err != nil {
-				return nil, err
+				return Page[ReviewItem]{}, err
 			}
 			conds = Conditions(def)
 			defs[pt.GetTestStreamSeq()] = conds
 		}
-		items[i] = ReviewItem{Invocation: p.inv, Test: pt, Result: p.res, Conditions: conds, Reasons: p.why, Label: items[i].Label}
+		page.Rows = append(page.Rows, ReviewItem{Invocation: p.inv, Test: pt, Result: p.res, Conditions: conds, Reasons: p.why, Label: p.label})
 	}
-	return items, nil
+	return page, nil
 }
 
 // ReportQuery selects the labels a judge report is made of.
@@ -275,7 +330,9 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 		return nil, 0, err
 	}
 	// Labels of conversations' evaluations count on the judge's row and on
-	// the agent's conversations' row (they are of no test).
+	// the agent's conversations' row (they are of no test), a deleted
+	// conversation's too: its labels' notes are sealed with it, their
+	// verdicts (all the report reads) stay in the clear for it.
 	if q.TestID == "" {
 		filter, err := events.ConversationLabelsOfWorkspace(q.WorkspaceID)
 		if err != nil {
@@ -286,8 +343,7 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 			if err != nil {
 				return err
 			}
-			if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix ||
-				a.deletedConversation(q.WorkspaceID, l.GetConversationId()) {
+			if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix {
 				return nil
 			}
 			total++
@@ -301,7 +357,7 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 		}
 	}
 	// The flip rate, from the recent runs of the judges and tests above.
-	err = a.recentResults(ctx, q.WorkspaceID, "", nil, func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error) {
+	err = a.recentResults(ctx, q.WorkspaceID, "", nil, nil, func(inv *testingv1.Invocation, res *testingv1.RunResult, _ reviewPosition) (bool, error) {
 		votes := res.GetJudgeVotes()
 		ti := int(res.GetTestIndex())
 		if len(votes) < 2 || ti < 0 || ti >= len(inv.GetTests()) {

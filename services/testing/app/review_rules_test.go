@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -362,7 +363,8 @@ func (c *countedRuns) EachLast(ctx context.Context, filter string, fn func(app.R
 }
 
 // The review queue stops reading once it has its page: a page of one run
-// of an invocation of 40 failed runs reads one result, not all 40.
+// of an invocation of 40 failed runs reads two results (its run, and the
+// next, which says more follow), not all 40.
 func TestReviewQueueStopsReadingAtItsLimit(t *testing.T) {
 	w := newWorld(t)
 	inv := w.run(40).GetInvocationId()
@@ -371,13 +373,110 @@ func TestReviewQueueStopsReadingAtItsLimit(t *testing.T) {
 	}
 	runs := &countedRuns{RunsLog: w.a.Runs}
 	w.a.Runs = runs
-	items, err := w.a.ReviewQueue(context.Background(), app.ReviewQuery{WorkspaceID: "ws", Limit: 1})
-	if err != nil || len(items) != 1 {
-		t.Fatalf("review queue: %d items, %v; want 1", len(items), err)
+	page, err := w.a.ReviewQueue(context.Background(), app.ReviewQuery{WorkspaceID: "ws", Limit: 1}, "")
+	if err != nil || len(page.Rows) != 1 || !page.HasMore {
+		t.Fatalf("review queue: %d items (more: %v), %v; want 1 and more", len(page.Rows), page.HasMore, err)
 	}
 	// The labels' read (CurrentLabels) finds none; the results' read
-	// stops at its first.
-	if runs.read != 1 {
-		t.Fatalf("%d records read for a page of 1; want 1", runs.read)
+	// stops at its second.
+	if runs.read != 2 {
+		t.Fatalf("%d records read for a page of 1; want 2", runs.read)
+	}
+}
+
+// The review queue is read a page at a time with a signed cursor: its
+// pages, one after another, are the queue read at once, over the same
+// recent invocations (ReviewInvocations of them, though no page reads
+// them all); a run labelled meanwhile leaves the queue without moving
+// the others; a cursor serves only the query it was made for.
+func TestReviewQueuePagesWithACursor(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	oldest := w.ranEarlier(2, passEven)
+	for range app.ReviewInvocations {
+		w.ranEarlier(2, passEven)
+	}
+	ids := func(items []app.ReviewItem) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, it.Result.GetRunId())
+		}
+		return out
+	}
+	q := app.ReviewQuery{WorkspaceID: "ws", Limit: 100, SamplePerMille: 1000}
+	whole, err := w.a.ReviewQueue(ctx, q, "")
+	if err != nil || whole.HasMore || whole.NextCursor != nil || len(whole.Rows) != 2*app.ReviewInvocations {
+		t.Fatalf("the queue at once: %d runs (more %v), %v; want every run of the %d newest invocations", len(whole.Rows), whole.HasMore, err, app.ReviewInvocations)
+	}
+	for _, it := range whole.Rows {
+		if it.Invocation.GetInvocationId() == oldest.GetInvocationId() {
+			t.Fatalf("the queue reads past its %d newest invocations: %s", app.ReviewInvocations, it.Result.GetRunId())
+		}
+	}
+
+	pages := func(q app.ReviewQuery, between func(page int)) []string {
+		t.Helper()
+		var got []string
+		token := ""
+		for page := 0; ; page++ {
+			p, err := w.a.ReviewQueue(ctx, q, token)
+			if err != nil || len(p.Rows) > q.Limit {
+				t.Fatalf("page %d: %d runs, %v", page, len(p.Rows), err)
+			}
+			got = append(got, ids(p.Rows)...)
+			if !p.HasMore {
+				if p.NextCursor != nil {
+					t.Fatalf("the last page has a cursor")
+				}
+				return got
+			}
+			if p.NextCursor == nil || len(p.Rows) != q.Limit {
+				t.Fatalf("page %d of %d runs, more after it, has no cursor", page, len(p.Rows))
+			}
+			token = *p.NextCursor
+			if between != nil {
+				between(page)
+			}
+		}
+	}
+	q.Limit = 3
+	if got := pages(q, nil); !slices.Equal(got, ids(whole.Rows)) {
+		t.Fatalf("pages of 3:\n%v\nthe queue at once:\n%v", got, ids(whole.Rows))
+	}
+
+	// A run of the second page labelled after the first is read: the
+	// second page goes on after the first without it.
+	labelled := whole.Rows[4]
+	want := slices.Delete(ids(whole.Rows), 4, 5)
+	got := pages(q, func(page int) {
+		if page == 0 {
+			if _, err := w.a.LabelRun(ctx, w.c, labelled.Invocation.GetInvocationId(), labelled.Result.GetRunId(), app.LabelInput{VerdictCorrect: yes()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if !slices.Equal(got, want) {
+		t.Fatalf("pages with a run labelled meanwhile:\n%v\nwant\n%v", got, want)
+	}
+
+	// A cursor of another query, or another workspace, is refused.
+	first, err := w.a.ReviewQueue(ctx, q, "")
+	if err != nil || first.NextCursor == nil {
+		t.Fatalf("first page: %v", err)
+	}
+	other := w.inWorkspace("ws_other")
+	for name, o := range map[string]app.ReviewQuery{
+		"sample":          {WorkspaceID: "ws", Limit: 3, SamplePerMille: 0},
+		"labelled kept":   {WorkspaceID: "ws", Limit: 3, SamplePerMille: 1000, IncludeLabelled: true},
+		"agent":           {WorkspaceID: "ws", Limit: 3, SamplePerMille: 1000, AgentID: "agent_other"},
+		"other workspace": {WorkspaceID: "ws_other", Limit: 3, SamplePerMille: 1000},
+	} {
+		var v apperr.ValidationErrors
+		if _, err := other.a.ReviewQueue(ctx, o, *first.NextCursor); !errors.As(err, &v) || len(v) != 1 || !slices.Equal(v[0].Loc, []any{"query", "cursor"}) {
+			t.Fatalf("the cursor with another query (%s): %v", name, err)
+		}
+	}
+	if _, err := w.a.ReviewQueue(ctx, q, "not-a-cursor"); err == nil {
+		t.Fatal("a forged cursor was accepted")
 	}
 }

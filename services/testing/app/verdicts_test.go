@@ -9,6 +9,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -112,21 +113,27 @@ func TestConversationLabelsInTheReport(t *testing.T) {
 	}
 }
 
-// A deleted conversation's labels are gone: its label list and a new
-// label answer conversation_not_found, and the report counts none of its
-// labels (another conversation's still count).
-func TestADeletedConversationsLabelsAreGone(t *testing.T) {
+// A deleted conversation's labels are gone for the API: its label list
+// and a new label answer conversation_not_found. Their verdicts, in the
+// clear, still count in the judge report (their notes sealed with the
+// conversation), as another conversation's do.
+func TestADeletedConversationsLabelsAreGoneButCountInTheReport(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	w.a.ConversationKeys = keys
 	for _, conv := range []string{"conv_1", "conv_2"} {
 		an := &testingv1.ConversationAnalysis{AnalysisId: "cana_" + conv, WorkspaceId: "ws", ConversationId: conv, AgentId: agentID,
 			CallSuccessful: domain.ConditionFailure, Judge: &testingv1.ModelUsage{Provider: "openai", Model: "judge-m"}}
 		if _, err := w.a.RecordAnalysis(ctx, w.c, an); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.a.LabelConversation(ctx, w.c, conv, app.LabelInput{VerdictCorrect: yes()}); err != nil {
+		if _, err := w.a.LabelConversation(ctx, w.c, conv, app.LabelInput{VerdictCorrect: yes(), Note: "about " + conv}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := keys.Shred(ctx, "ws", "conv_1"); err != nil {
+		t.Fatal(err)
 	}
 	w.a.ConversationDeleted = func(ws, conv string) bool { return ws == "ws" && conv == "conv_1" }
 	if _, err := w.a.ConversationLabels(ctx, w.c, "conv_1"); !errors.Is(err, apperr.ConversationUnknown) {
@@ -138,8 +145,16 @@ func TestADeletedConversationsLabelsAreGone(t *testing.T) {
 	if got, err := w.a.ConversationLabels(ctx, w.c, "conv_2"); err != nil || len(got) != 1 {
 		t.Fatalf("another conversation's labels: %v, %v", got, err)
 	}
-	_, total, err := w.a.JudgeReport(ctx, app.ReportQuery{WorkspaceID: "ws"})
-	if err != nil || total != 1 {
-		t.Fatalf("report: %d labels, %v; want conv_2's one", total, err)
+	rows, total, err := w.a.JudgeReport(ctx, app.ReportQuery{WorkspaceID: "ws"})
+	if err != nil || total != 2 || len(rows) != 2 {
+		t.Fatalf("report: %d labels in %d rows, %v; want both conversations' labels", total, len(rows), err)
+	}
+	for _, r := range rows {
+		if r.Labels != 2 || r.Confusion != (domain.Confusion{TrueFail: 2}) {
+			t.Fatalf("row %s: %+v; want both labels, each a confirmed failure", r.Scope(), r)
+		}
+	}
+	if rows[1].Scope() != app.ScopeConversations || rows[1].AgentID != agentID {
+		t.Fatalf("the agent's conversations' row: %+v", rows[1])
 	}
 }

@@ -56,19 +56,28 @@ func (c Confusion) Agreement() float64 {
 
 // Kappa is Cohen's κ of the judge against the reviewers: (p_o − p_e) /
 // (1 − p_e), p_e the agreement expected by chance from each side's pass
-// rate. ok is false when κ is undefined (no labels, or p_e = 1: both
-// sides gave one answer only).
+// rate. ok is false when κ is undefined: without labels, or when both
+// sides gave one answer only (each always passed, or always failed).
+//
+// With one answer on each side, p_e is 1 when it is the same answer
+// (κ = 0/0) and 0 when they differ, where the formula gives (0 − 0) / 1
+// = 0. That 0 is no measure either: κ corrects the agreement for what
+// each side's mix of answers would give by chance, and neither side
+// mixed, so there is nothing to correct by; and flipping the one answer
+// of one side would turn it into 0/0. Both are left undefined alike.
+// (When only one side gave one answer, p_e = p_o and κ is 0, rightly:
+// a judge that always says the same tells passes from failures no
+// better than chance.)
 func (c Confusion) Kappa() (kappa float64, ok bool) {
-	n := float64(c.N())
-	if n == 0 {
+	judgeOneAnswer := c.TruePass+c.FalsePass == 0 || c.FalseFail+c.TrueFail == 0
+	truthOneAnswer := c.TruePass+c.FalseFail == 0 || c.FalsePass+c.TrueFail == 0
+	if c.N() == 0 || (judgeOneAnswer && truthOneAnswer) {
 		return 0, false
 	}
+	n := float64(c.N())
 	judgePass := float64(c.TruePass+c.FalsePass) / n
 	truthPass := float64(c.TruePass+c.FalseFail) / n
-	pe := judgePass*truthPass + (1-judgePass)*(1-truthPass)
-	if pe >= 1 {
-		return 0, false
-	}
+	pe := judgePass*truthPass + (1-judgePass)*(1-truthPass) // < 1: a side gave both answers
 	return (c.Agreement() - pe) / (1 - pe), true
 }
 

@@ -42,9 +42,18 @@ func TestKappaMatchesWorkedExamples(t *testing.T) {
 			t.Errorf("%+v: p_o %.4f κ %.4f (%v), want %.2f %.4f", m, m.Agreement(), k, ok, c.po, c.kappa)
 		}
 	}
-	// Both sides always "pass": p_e = 1, κ undefined.
-	if _, ok := (Confusion{TruePass: 5}).Kappa(); ok {
-		t.Error("κ of one-answer raters must be undefined")
+	// Both sides gave one answer only: undefined, whether it is the same
+	// answer (p_e = 1) or not (p_e = 0, where the formula gives 0).
+	for _, one := range []Confusion{{TruePass: 5}, {TrueFail: 2}, {FalseFail: 1}, {FalsePass: 3}} {
+		if k, ok := one.Kappa(); ok {
+			t.Errorf("%+v: κ %v of sides that gave one answer each, want undefined", one, k)
+		}
+	}
+	// One side gave one answer, the other both: p_e = p_o, κ 0.
+	for _, mixed := range []Confusion{{FalseFail: 1, TrueFail: 1}, {TruePass: 2, FalseFail: 1}, {FalsePass: 1, TrueFail: 3}} {
+		if k, ok := mixed.Kappa(); !ok || k != 0 {
+			t.Errorf("%+v: κ %v (%v), want 0", mixed, k, ok)
+		}
 	}
 	if _, ok := (Confusion{}).Kappa(); ok {
 		t.Error("κ without labels must be undefined")

@@ -9,7 +9,8 @@ type Reliability struct {
 	PassRate     float64 // Passed / Runs; 0 without runs
 	// Low and High bound the true pass rate with 95% confidence (the
 	// Wilson score interval, sound at small counts and at 0% or 100%,
-	// where the normal approximation collapses to a point).
+	// where the normal approximation collapses to a point); 0 and 1
+	// without runs: nothing is known yet.
 	Low, High float64
 	// PassHatK is pass^k: the chance that K runs in a row all pass,
 	// estimated without bias as C(Passed, K) / C(Runs, K) (the tau-bench
@@ -22,12 +23,14 @@ type Reliability struct {
 const z95 = 1.959963984540054
 
 // NewReliability computes the figures for passed of runs; k is clamped
-// to 1..runs.
+// to 1..runs. Without runs the interval is Wilson's for none, [0, 1].
 func NewReliability(passed, runs int64, k int) Reliability {
-	r := Reliability{Runs: runs, Passed: passed, K: k}
 	if runs <= 0 {
-		return Reliability{K: max(k, 1)}
+		r := Reliability{K: max(k, 1)}
+		r.Low, r.High = Wilson(0, 0)
+		return r
 	}
+	r := Reliability{Runs: runs, Passed: passed}
 	r.PassRate = float64(passed) / float64(runs)
 	r.Low, r.High = Wilson(passed, runs)
 	r.K = min(max(k, 1), int(runs))

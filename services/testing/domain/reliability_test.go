@@ -27,8 +27,9 @@ func TestReliability(t *testing.T) {
 			t.Errorf("%d/%d k=%d: %+v; want rate %.3f [%.3f, %.3f] pass^%d %.4f", c.passed, c.runs, c.k, r, c.rate, c.lo, c.hi, c.wantK, c.passK)
 		}
 	}
-	if r := NewReliability(0, 0, 3); r.Runs != 0 || r.PassRate != 0 || r.PassHatK != 0 {
-		t.Errorf("no runs: %+v", r)
+	// No finished run: nothing is known, the interval is all of [0, 1].
+	if r := NewReliability(0, 0, 3); r.Runs != 0 || r.PassRate != 0 || r.PassHatK != 0 || r.Low != 0 || r.High != 1 {
+		t.Errorf("no runs: %+v; want rate 0 in [0, 1]", r)
 	}
 	// Large counts: no overflow, and pass^k of a perfect record stays 1.
 	if r := NewReliability(250_000, 250_000, 10); r.PassHatK != 1 || r.Low < 0.9999 {

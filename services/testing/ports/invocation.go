@@ -103,7 +103,7 @@ func writeInvocationWith(ctx context.Context, a *app.App, w io.Writer, inv *test
 		turns.add(res.GetAgentTurnMs()...)
 		firstTokens.add(res.GetAgentFirstTokenMs()...)
 		view := RunView(inv, pt, ti, runID, res, "")
-		if l := labels[runID]; l != nil {
+		if l := labels[runID]; app.Reviews(l, res) { // not a label of an earlier attempt
 			view.Review = new(LabelView(l))
 		}
 		return writeRun(bw, view)

@@ -111,10 +111,11 @@ func (h *Handlers) InvocationLabels(c *api.Call) (any, error) {
 	return map[string]any{"labels": mapEach(labels, LabelView)}, nil
 }
 
-// ReviewQueue answers the runs to review.
+// ReviewQueue answers a page of the runs to review.
 func (h *Handlers) ReviewQueue(c *api.Call) (any, error) {
 	q := struct {
 		PageSize        int    `json:"page_size"`
+		Cursor          string `json:"cursor"`
 		AgentID         string `json:"agent_id"`
 		SamplePerMille  *int   `json:"sample_per_mille"`
 		IncludeLabelled bool   `json:"include_labelled"`
@@ -127,11 +128,11 @@ func (h *Handlers) ReviewQueue(c *api.Call) (any, error) {
 	if q.SamplePerMille != nil {
 		rq.SamplePerMille = *q.SamplePerMille
 	}
-	items, err := h.App.ReviewQueue(c.Context(), rq)
+	page, err := h.App.ReviewQueue(c.Context(), rq, q.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"runs": mapEach(items, reviewItemView)}, nil
+	return pageView("runs", page, reviewItemView), nil
 }
 
 // JudgeReport answers what the labels say of each judge model.

@@ -250,7 +250,8 @@ type runJSON struct {
 	// Beyond the spec: the test's latency budgets the run went over
 	// (which failed it).
 	LatencyBudgetBreaches []wire.BudgetBreach `json:"latency_budget_breaches,omitempty"`
-	// Review is the run's current label, when people labelled its verdict.
+	// Review is the run's current label, when people labelled the verdict
+	// it shows (not an earlier attempt's).
 	Review *wire.RunLabel `json:"review,omitempty"`
 }
 

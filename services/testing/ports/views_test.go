@@ -85,6 +85,15 @@ func TestJudgeReportViewsAnswerTheDocumentsShape(t *testing.T) {
 	if c := judgeView(rows[2]).Criteria[0]; c.CohensKappa == nil || *c.CohensKappa != 1 {
 		t.Fatalf("a conversation criterion's own kappa: %+v", c)
 	}
+	// One label, and each side one answer: κ is null, not 0, on the row,
+	// its day and a conversation criterion alike.
+	overturned := domain.Confusion{FalseFail: 1}
+	one := judgeView(&app.JudgeFigures{JudgeProvider: "offline", JudgeModel: "offline-v2", AgentID: "agent_1", Labels: 1, Confusion: overturned,
+		Criteria: []app.CriterionFigures{{ID: "refund", Labels: 1, Confusion: domain.Confusion{FalsePass: 1}}},
+		Series:   []app.DayFigures{{Date: "2026-12-01", Confusion: overturned}}})
+	if one.CohensKappa != nil || one.Series[0].CohensKappa != nil || one.Criteria[0].CohensKappa != nil {
+		t.Fatalf("one overturned label: κ %v, its day's %v, its criterion's %v; want null", one.CohensKappa, one.Series[0].CohensKappa, one.Criteria[0].CohensKappa)
+	}
 }
 
 // Labels answer every field the document requires, bare or with
