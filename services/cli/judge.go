@@ -88,7 +88,7 @@ compares judge models on the same labelled runs (after voiceai judge rejudge).`,
 }
 
 func (a *app) judgeQueueCommand() *cobra.Command {
-	var agent string
+	var agent, cursor string
 	var size, sample int
 	cmd := &cobra.Command{
 		Use:   "queue",
@@ -99,8 +99,13 @@ func (a *app) judgeQueueCommand() *cobra.Command {
 			if agent != "" {
 				q.Set("agent_id", agent)
 			}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
 			var page struct {
-				Runs []wire.ReviewItem `json:"runs"`
+				Runs       []wire.ReviewItem `json:"runs"`
+				HasMore    bool              `json:"has_more"`
+				NextCursor *string           `json:"next_cursor"`
 			}
 			if show, err := a.fetch(cmd.Context(), reviewQueueRoute, nil, q, nil, &page); !show {
 				return err
@@ -111,10 +116,12 @@ func (a *app) judgeQueueCommand() *cobra.Command {
 					clip(r.ConditionResult.Rationale.Summary, 60)})
 			}
 			table(a.stdout, []string{"INVOCATION", "RUN", "STATUS", "WHY", "TEST", "JUDGE SAID"}, rows)
+			a.moreHint(page.HasMore, page.NextCursor)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "the page after the one that named this cursor (same --agent and --sample-per-mille)")
 	cmd.Flags().IntVar(&size, "page-size", 30, "runs to list (1-100)")
 	cmd.Flags().IntVar(&sample, "sample-per-mille", 100, "passed runs drawn for review, per thousand (0-1000)")
 	return cmd

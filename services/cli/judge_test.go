@@ -101,10 +101,20 @@ func TestJudgeCommands(t *testing.T) {
 		t.Fatalf("neither: %d %q", r.code, r.stderr)
 	}
 	f.on("GET /v1/voiceai/judge/review-queue", reply(200, `{"runs":[{"invocation_id":"tinv_1","run_id":"trun_1_0","test_name":"Hours","status":"failed",
-	  "reasons":["failed","votes_disagreed"],"condition_result":{"rationale":{"summary":"no hours given"}}}]}`))
+	  "reasons":["failed","votes_disagreed"],"condition_result":{"rationale":{"summary":"no hours given"}}}],"has_more":true,"next_cursor":"rq_next"}`))
 	r = runOn(t, base, "judge", "queue")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "failed,votes_disagreed") || !strings.Contains(r.stdout, "no hours given") {
-		t.Fatalf("queue: %d %q", r.code, r.stdout)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "failed,votes_disagreed") || !strings.Contains(r.stdout, "no hours given") ||
+		!strings.Contains(r.stderr, "more results: add --cursor rq_next") {
+		t.Fatalf("queue: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r = runOn(t, base, "judge", "queue", "--cursor", "rq_next"); r.code != ExitOK {
+		t.Fatalf("queue --cursor: %d %q", r.code, r.stderr)
+	}
+	f.mu.Lock()
+	asked := f.requests[len(f.requests)-1].URL.Query().Get("cursor")
+	f.mu.Unlock()
+	if asked != "rq_next" {
+		t.Fatalf("queue --cursor asked for cursor %q", asked)
 	}
 }
 
