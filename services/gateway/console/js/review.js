@@ -31,8 +31,7 @@ start(async (main) => {
   let items = []; // {run, el, note}
   let at = 0;
   const PAGE = 50;
-  // full is whether the queue last read filled a page: more runs may wait
-  // behind it. labelled is the runs labelled here, left out should the
+  // full is whether more runs wait behind the queue's page last read. labelled is the runs labelled here, left out should the
   // queue not have caught up with a label yet.
   let full = false;
   const labelled = new Set();
@@ -44,7 +43,7 @@ start(async (main) => {
   async function load(said = '', keep = false) {
     try {
       const q = await get('/v1/voiceai/judge/review-queue' + query({sample_per_mille: sample.value, page_size: PAGE}));
-      full = q.runs.length === PAGE;
+      full = q.has_more;
       items = q.runs.filter((r) => !labelled.has(r.run_id)).map(card);
       replace(list, items.map((it) => it.el));
       at = 0;
