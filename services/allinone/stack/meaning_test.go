@@ -26,9 +26,17 @@ func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 	receipt := createTest(t, s, `{"type":"llm","name":"Receipt",
 	  "chat_history":[{"role":"user","message":"Do I need my receipt to get a refund?","time_in_call_secs":3}],
 	  "success_condition":"The agent says a refund needs a receipt"}`)
-	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}]}`, returns, receipt))
+	// A condition naming nothing to check passes no reply: it is unknown,
+	// and the run fails saying why.
+	generic := createTest(t, s, `{"type":"llm","name":"Generic",
+	  "chat_history":[{"role":"user","message":"Can I return the jacket I bought last week?","time_in_call_secs":3}],
+	  "success_condition":"The agent answers correctly."}`)
+	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q},{"test_id":%q}]}`, returns, receipt, generic))
 	awaitCompleted(t, s, inv, 30*time.Second)
 	got := getInvocation(t, s, inv)
+	if len(got.TestRuns) != 3 {
+		t.Fatalf("%d runs, want 3", len(got.TestRuns))
+	}
 	for _, run := range got.TestRuns {
 		reply := ""
 		if len(run.AgentResponses) > 0 {
@@ -43,6 +51,11 @@ func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 		case receipt:
 			if run.Status != "failed" || !strings.Contains(string(rationale), `\"receipt\" (reply: not \"receipt\")`) {
 				t.Errorf("receipt: %s, reply %q, %s", run.Status, reply, rationale)
+			}
+		case generic:
+			if run.Status != "failed" || run.ConditionResult.Result != "unknown" ||
+				!strings.Contains(run.ConditionResult.Rationale.Summary, `cannot check the success condition "The agent answers correctly."`) {
+				t.Errorf("generic: %s, reply %q, %s", run.Status, reply, rationale)
 			}
 		}
 	}

@@ -28,7 +28,9 @@
 //     is supported and every part at least half; not met on a
 //     contradiction, a missing part, less than half the content, or a
 //     reply that declines; unknown, with what was found and missed, in
-//     between.
+//     between. A condition with no content at all ("The agent answers
+//     correctly", "None.") is unknown: nothing in it can be checked,
+//     and calling it met would pass any reply.
 //  6. A prohibition ("the agent does not promise a refund") is met unless
 //     the reply asserts what it forbids (a price where it forbids a
 //     charge, a date where it forbids a date); a condition that asks the
@@ -120,7 +122,14 @@ type Decision struct {
 	Found     []string // the condition's words and amounts the reply supports
 	Missing   []string // those it does not
 	Conflicts []string // what it contradicts, as "X (reply: Y)"
+	// Uncheckable: the condition names nothing a reply could say or lack
+	// ("The agent answers correctly"), so no reply can be checked
+	// against it; Result is Unknown.
+	Uncheckable bool
 }
+
+// NothingToCheck is the reason of an Uncheckable decision.
+const NothingToCheck = "the offline judge cannot check this condition: it names nothing a reply could say or lack"
 
 // The thresholds of the rule (see the package comment).
 const (
@@ -394,6 +403,11 @@ func (m *Model) decide(condition, reply string) Decision {
 	found := func() string { return list(d.Found) }
 	missing := func() string { return list(d.Missing) }
 	switch {
+	case totalW == 0 && !decline:
+		// Nothing to look for: calling it met would pass any reply
+		// ("The agent answers correctly", "None."). Declining is
+		// still checked, by the reply's declining.
+		d.Result, d.Reason, d.Uncheckable = Unknown, NothingToCheck, true
 	case prohibition:
 		// The reply does what is forbidden when it says most of it
 		// plainly, or names a price where a charge is forbidden.
@@ -424,8 +438,6 @@ func (m *Model) decide(condition, reply string) Decision {
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply says %s of something else", strings.Join(misbound, ", "))
 	case refuses && coverage < metCoverage:
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply declines instead of saying it (missing %s)", missing())
-	case totalW == 0:
-		d.Result, d.Reason = Met, "the condition names nothing the reply could lack"
 	case missingKind != "":
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply does not give the %s the condition asks for", missingKind)
 	case emptyPart && nParts > 1:
@@ -578,7 +590,17 @@ func deniedShare(items []item, rep text, m *Model) float64 {
 
 // items is what the condition asks, part by part: a condition's parts
 // are cut at "and", commas and semicolons when each side has content.
+// Who the agent speaks to is no part of it, unless that is all the
+// condition names: "says a referral is not needed" is about the referral
+// (which WordNet also knows as a person referred).
 func (m *Model) items(cond text) []item {
+	if out := m.itemsOf(cond, false); len(out) > 0 {
+		return out
+	}
+	return m.itemsOf(cond, true)
+}
+
+func (m *Model) itemsOf(cond text, withAddressee bool) []item {
 	var out []item
 	part := 0
 	partOfClause := map[int]int{}
@@ -595,7 +617,7 @@ func (m *Model) items(cond text) []item {
 			}
 			partOfClause[t.clause] = part
 		}
-		if !t.content || t.amount || declineWord(t) || m.addressee(cond.tokens, i) {
+		if !t.content || t.amount || declineWord(t) || !withAddressee && m.addressee(cond.tokens, i) {
 			continue
 		}
 		it := item{tok: t, part: part, weight: posWeight(t)}

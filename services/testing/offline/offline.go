@@ -440,6 +440,8 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 			switch {
 			case d.Result == meaning.NotMet && failed == "":
 				failed = fmt.Sprintf("Offline judge: %s does not meet the success condition %q: %s.", where, c, d.Reason)
+			case d.Uncheckable && unknown == "":
+				unknown = uncheckable(c)
 			case d.Result == meaning.Unknown && unknown == "":
 				unknown = fmt.Sprintf("Offline judge: cannot decide whether %s meets the success condition %q: %s.", where, c, d.Reason)
 			}
@@ -456,6 +458,15 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
 	return v, model.Usage{Calls: 1}, nil
+}
+
+// uncheckable is the summary of a condition that names nothing a reply
+// could say or lack ("The agent answers correctly"): an offline judge
+// cannot check it, and says what the test's author can do instead.
+func uncheckable(c string) string {
+	return fmt.Sprintf("Offline judge: cannot check the success condition %q: it names nothing a reply could say or lack, so any reply would meet it. "+
+		"Write what the reply must say (for example \"The agent says refunds are possible within 30 days\"), add success examples, "+
+		"or judge with a model (VOICEAI_JUDGE_PROVIDER=openai).", c)
 }
 
 func list(words []string) string {
