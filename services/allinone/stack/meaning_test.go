@@ -31,11 +31,17 @@ func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 	generic := createTest(t, s, `{"type":"llm","name":"Generic",
 	  "chat_history":[{"role":"user","message":"Can I return the jacket I bought last week?","time_in_call_secs":3}],
 	  "success_condition":"The agent answers correctly."}`)
-	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q},{"test_id":%q}]}`, returns, receipt, generic))
+	// The reply's 30 days are the refunds', not the delivery's: the
+	// delivery condition is missing, not contradicted.
+	twoSubjects := createTest(t, s, `{"type":"llm","name":"Refunds and delivery",
+	  "chat_history":[{"role":"user","message":"Can I return the jacket I bought last week?","time_in_call_secs":3}],
+	  "success_condition":"refunds are possible within 30 days","success_conditions":["The agent says delivery takes three days"]}`)
+	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q},{"test_id":%q},{"test_id":%q}]}`,
+		returns, receipt, generic, twoSubjects))
 	awaitCompleted(t, s, inv, 30*time.Second)
 	got := getInvocation(t, s, inv)
-	if len(got.TestRuns) != 3 {
-		t.Fatalf("%d runs, want 3", len(got.TestRuns))
+	if len(got.TestRuns) != 4 {
+		t.Fatalf("%d runs, want 4", len(got.TestRuns))
 	}
 	for _, run := range got.TestRuns {
 		reply := ""
@@ -56,6 +62,11 @@ func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 			if run.Status != "failed" || run.ConditionResult.Result != "unknown" ||
 				!strings.Contains(run.ConditionResult.Rationale.Summary, `cannot check the success condition "The agent answers correctly."`) {
 				t.Errorf("generic: %s, reply %q, %s", run.Status, reply, rationale)
+			}
+		case twoSubjects:
+			if run.Status != "failed" || strings.Contains(string(rationale), "contradicts") ||
+				!strings.Contains(run.ConditionResult.Rationale.Summary, `"The agent says delivery takes three days": the reply does not say most of it`) {
+				t.Errorf("two subjects: %s, reply %q, %s", run.Status, reply, rationale)
 			}
 		}
 	}

@@ -17,7 +17,9 @@
 //     an antonym ("expensive" for "cheap") contradicts it.
 //  3. An amount is supported by the same amount in any unit ("a month"
 //     for "30 days", "half past nine" for "9:30", "$200" for "two hundred
-//     dollars"); a different amount of the same kind contradicts it.
+//     dollars"); a different amount of the same kind contradicts it,
+//     unless the reply says it of something else (a sentence naming a
+//     thing and nothing of the condition's).
 //  4. A condition of several parts ("… the date and the time") needs each
 //     part, said together in one sentence of the reply: a part with
 //     nothing supported fails it. What the condition says of a thing
@@ -291,7 +293,7 @@ func (m *Model) decide(condition, reply string) Decision {
 	}
 	sups := make([]support, len(items))
 	for i, it := range items {
-		sups[i] = m.supportOf(it, rep, decline)
+		sups[i] = m.supportOf(it, rep, decline, func(q quantity) bool { return m.saidOfOther(q, items, rep) })
 	}
 	m.resolveTopic(items, sups, rep, refuses)
 	misbound := m.bindModifiers(cond, items, sups, rep, decline)
@@ -341,7 +343,7 @@ func (m *Model) decide(condition, reply string) Decision {
 		case sups[i].conflict != "":
 			d.Conflicts = append(d.Conflicts, sups[i].conflict)
 		default:
-			if c := m.sibling(it, rep, best[it.part]); c != "" {
+			if c := m.sibling(it, rep, restIn(best, partGot, it.part)); c != "" {
 				d.Conflicts = append(d.Conflicts, c)
 			} else if c := m.inItsPlace(it, sups[i], cond, rep, best[it.part]); c != "" {
 				d.Conflicts = append(d.Conflicts, c)
@@ -782,8 +784,9 @@ func posWeight(t *token) float64 {
 
 // supportOf is where the reply supports item it, or what contradicts it.
 // With anyPolarity, negation does not matter (a condition that asks the
-// agent to decline).
-func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
+// agent to decline). An amount of the reply said of something else
+// (aside) contradicts none of the condition's.
+func (m *Model) supportOf(it item, rep text, anyPolarity bool, aside func(quantity) bool) support {
 	s := support{sents: map[int]bool{}}
 	if it.amount != nil {
 		q := *it.amount
@@ -792,9 +795,9 @@ func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
 			switch {
 			case q.same(r) && (r.negated == q.negated || anyPolarity):
 				s.sents[r.sent] = true
-			case q.same(r):
+			case q.same(r) && !aside(r):
 				other = append(other, "not "+fmt.Sprintf("%q", r.surface))
-			case q.comparable(r) && !r.negated:
+			case q.comparable(r) && !r.negated && !aside(r):
 				other = append(other, fmt.Sprintf("%q", r.surface))
 			}
 		}
@@ -860,6 +863,37 @@ func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
 		s.conflict = ""
 	}
 	return s
+}
+
+// saidOfOther reports whether a reply's amount is said of something the
+// condition does not name: its sentence names a thing (a noun) and
+// nothing related to the condition's words. "Refunds are possible within
+// 30 days" says nothing of how long delivery takes, so its 30 days do
+// not contradict "delivery takes three days"; "It takes 5 days" and "You
+// have 60 days" name nothing else, and do.
+func (m *Model) saidOfOther(q quantity, items []item, rep text) bool {
+	other := false
+	for _, r := range rep.tokens {
+		if r.sent != q.sent || !r.content {
+			continue
+		}
+		for _, it := range items {
+			if it.tok != nil && m.relate(*it.tok, r).score >= supported {
+				return false
+			}
+		}
+		other = other || r.pos == wordnet.Noun
+	}
+	return other
+}
+
+// restIn is the sentence that says the most of part p, or -2 when none
+// says any of it: then no sentence is where the reply says the rest.
+func restIn(best []int, got []float64, p int) int {
+	if got[p] == 0 {
+		return -2
+	}
+	return best[p]
 }
 
 // sibling is the contradiction of a reply that, where the condition
