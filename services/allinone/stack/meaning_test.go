@@ -36,12 +36,17 @@ func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 	twoSubjects := createTest(t, s, `{"type":"llm","name":"Refunds and delivery",
 	  "chat_history":[{"role":"user","message":"Can I return the jacket I bought last week?","time_in_call_secs":3}],
 	  "success_condition":"refunds are possible within 30 days","success_conditions":["The agent says delivery takes three days"]}`)
-	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q},{"test_id":%q},{"test_id":%q}]}`,
-		returns, receipt, generic, twoSubjects))
+	// A lone success example too little alike decides nothing; the
+	// summary says what was compared.
+	examplesOnly := createTest(t, s, `{"type":"llm","name":"Examples only",
+	  "chat_history":[{"role":"user","message":"Can I return the jacket I bought last week?","time_in_call_secs":3}],
+	  "success_examples":[{"response":"We sell gift vouchers in store.","type":"success"}]}`)
+	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q},{"test_id":%q},{"test_id":%q},{"test_id":%q}]}`,
+		returns, receipt, generic, twoSubjects, examplesOnly))
 	awaitCompleted(t, s, inv, 30*time.Second)
 	got := getInvocation(t, s, inv)
-	if len(got.TestRuns) != 4 {
-		t.Fatalf("%d runs, want 4", len(got.TestRuns))
+	if len(got.TestRuns) != 5 {
+		t.Fatalf("%d runs, want 5", len(got.TestRuns))
 	}
 	for _, run := range got.TestRuns {
 		reply := ""
@@ -67,6 +72,11 @@ func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 			if run.Status != "failed" || strings.Contains(string(rationale), "contradicts") ||
 				!strings.Contains(run.ConditionResult.Rationale.Summary, `"The agent says delivery takes three days": the reply does not say most of it`) {
 				t.Errorf("two subjects: %s, reply %q, %s", run.Status, reply, rationale)
+			}
+		case examplesOnly:
+			if run.Status != "failed" || run.ConditionResult.Result != "unknown" ||
+				!strings.Contains(run.ConditionResult.Rationale.Summary, "not alike enough to any success example to be judged by them (closest #1") {
+				t.Errorf("examples only: %s, reply %q, %s", run.Status, reply, rationale)
 			}
 		}
 	}

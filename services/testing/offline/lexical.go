@@ -52,7 +52,7 @@ func (Lexical) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, mod
 				v.Result, v.Summary = domain.ConditionUnknown, uncheckable(c)
 			}
 		}
-	default:
+	case v.Summary == "":
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
 	return v, model.Usage{Calls: 1}, nil
