@@ -248,7 +248,7 @@ func fieldErrorsOf(e *jsonschema.ValidationError, where string) []apperr.FieldEr
 		switch k.Want {
 		case IDPattern:
 			return one(apperr.IDMessage, "string_pattern_mismatch")
-		case NotBlankPattern:
+		case NotBlankPattern, EmptyOrNotBlankPattern:
 			return one("String should have a character other than white space", "string_too_short")
 		}
 		return one(fmt.Sprintf("String should match pattern '%s'", k.Want), "string_pattern_mismatch")
@@ -286,6 +286,11 @@ const IDPattern = "^[A-Za-z0-9_-]{1,128}$"
 // unicode.IsSpace knows is one or the other, so text that passes is not
 // blank after strings.TrimSpace.
 const NotBlankPattern = `[^\p{Z}\p{Cc}]`
+
+// EmptyOrNotBlankPattern is NotBlankPattern for text whose empty string
+// means none (a test's success_condition: a test judged by its examples
+// may send it empty, as it always could): empty, or not blank.
+const EmptyOrNotBlankPattern = `^$|[^\p{Z}\p{Cc}]`
 
 // typeMessage says which type a value should have, in pydantic's words.
 func typeMessage(want []string) (string, string) {

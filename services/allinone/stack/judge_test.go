@@ -67,9 +67,11 @@ func judgedRuns(t *testing.T, s *Stack, id string) (map[string]any, []judgedRun)
 func TestFlakyJudgeThroughTheGateway(t *testing.T) {
 	t.Parallel()
 	fail, pass := llmtest.Verdict("failure", "The hours are missing."), llmtest.Verdict("success", "The hours are given.")
+	unsure := llmtest.Verdict("unknown", "The reply is cut off.")
 	s, srv := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
-		// The first run's verdicts, then the second's (which stop at a majority).
-		llmtest.Sequence(fail, pass, pass, fail, fail, pass)))
+		// The first run's verdicts, then the second's (which stop at a
+		// majority), the third's (one success), the fourth's (no majority).
+		llmtest.Sequence(fail, pass, pass, fail, fail, pass, fail, unsure, pass)))
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)
 
@@ -96,6 +98,15 @@ func TestFlakyJudgeThroughTheGateway(t *testing.T) {
 	r := call(t, s, "GET", "/v1/convai/test-invocations/"+runAndWait(t, s, agent, 1, hours), adminKey, "")
 	if strings.Contains(string(r.Body), "judge_votes") || strings.Contains(string(r.Body), "judge_agreement") {
 		t.Fatalf("one vote shows votes: %s", r.Body)
+	}
+
+	// A well-formed "unknown" is the model's answer: its vote says so,
+	// with the model's reason; without a majority the run is unknown.
+	_, runs = judgedRuns(t, s, runAndWait(t, s, agent, 1, hours))
+	run = runs[0]
+	if run.Status != "failed" || run.ConditionResult.Result != "unknown" || len(run.JudgeVotes) != 3 ||
+		run.JudgeVotes[1].Result != "unknown" || run.JudgeVotes[1].Summary != "The judge model answered unknown: The reply is cut off." {
+		t.Fatalf("a vote of unknown: %+v", run)
 	}
 }
 

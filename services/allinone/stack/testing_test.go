@@ -252,6 +252,11 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 		`{"type":"quiz","name":"x"}`:                 `["body","type"]`,
 		`{"type":"llm","name":"x"}`:                  `["body","success_condition"]`,
 		`{"type":"llm","name":"x","chat_history":3}`: `["body","chat_history"]`,
+		// White space only is no name, no condition and no example.
+		`{"type":"llm","name":"   ","success_condition":"c"}`:                                                                   `["body","name"]`,
+		`{"type":"llm","name":"x","success_condition":"   "}`:                                                                   `["body","success_condition"]`,
+		`{"type":"llm","name":"x","success_examples":[{"response":" ","type":"success"}]}`:                                      `["body","success_examples",0,"response"]`,
+		`{"type":"simulation","name":"x","success_conditions":["\t"]}`:                                                          `["body","success_conditions",0]`,
 		`{"type":"llm","name":"x","success_condition":"c","chat_history":[{"role":"bot","time_in_call_secs":1}]}`:               `["body","chat_history",0,"role"]`,
 		`{"type":"tool","name":"x","tool_call_parameters":{"parameters":[{"path":"a","eval":{"type":"regex","pattern":"("}}]}}`: `["body","tool_call_parameters","parameters",0,"eval","pattern"]`,
 	} {
@@ -272,6 +277,10 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 	r = call(t, s, "PUT", "/v1/convai/agent-testing/"+id, adminKey, `{"type":"llm","name":"Greets warmly","success_condition":"greets warmly"}`)
 	if r.Code != 200 || r.JSON(t)["name"] != "Greets warmly" {
 		t.Fatalf("put: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "PUT", "/v1/convai/agent-testing/"+id, adminKey, `{"type":"llm","name":"Greets warmly","success_condition":" "}`)
+	if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","success_condition"]`) {
+		t.Fatalf("put a blank condition: %d %s", r.Code, r.Body)
 	}
 	r = call(t, s, "GET", "/v1/convai/agent-testing?parent_folder_id="+folder, adminKey, "")
 	if tests := r.JSON(t)["tests"].([]any); len(tests) != 1 || tests[0].(map[string]any)["id"] != id {

@@ -74,13 +74,13 @@ func (m *Model) supportShare(from, to text) float64 {
 			continue
 		}
 		n++
-		if len(m.supportOf(item{tok: &t}, to, false).sents) > 0 {
+		if len(m.supportOf(item{tok: &t}, to, false, noneAside).sents) > 0 {
 			got++
 		}
 	}
 	for _, q := range from.amounts {
 		n++
-		if len(m.supportOf(item{amount: &q}, to, false).sents) > 0 {
+		if len(m.supportOf(item{amount: &q}, to, false, noneAside).sents) > 0 {
 			got++
 		}
 	}
@@ -89,6 +89,9 @@ func (m *Model) supportShare(from, to text) float64 {
 	}
 	return float64(got) / float64(n)
 }
+
+// noneAside: likeness reads support only, not what an amount is said of.
+func noneAside(quantity) bool { return false }
 
 // candidate is a candidate answer read as a question is (a prompt's
 // "given", "get", "tell" answer nothing either), memoised: every run of

@@ -17,7 +17,9 @@
 //     an antonym ("expensive" for "cheap") contradicts it.
 //  3. An amount is supported by the same amount in any unit ("a month"
 //     for "30 days", "half past nine" for "9:30", "$200" for "two hundred
-//     dollars"); a different amount of the same kind contradicts it.
+//     dollars"); a different amount of the same kind contradicts it,
+//     unless the reply says it of something else (a sentence naming a
+//     thing and nothing of the condition's).
 //  4. A condition of several parts ("… the date and the time") needs each
 //     part, said together in one sentence of the reply: a part with
 //     nothing supported fails it. What the condition says of a thing
@@ -28,7 +30,9 @@
 //     is supported and every part at least half; not met on a
 //     contradiction, a missing part, less than half the content, or a
 //     reply that declines; unknown, with what was found and missed, in
-//     between.
+//     between. A condition with no content at all ("The agent answers
+//     correctly", "None.") is unknown: nothing in it can be checked,
+//     and calling it met would pass any reply.
 //  6. A prohibition ("the agent does not promise a refund") is met unless
 //     the reply asserts what it forbids (a price where it forbids a
 //     charge, a date where it forbids a date); a condition that asks the
@@ -120,7 +124,14 @@ type Decision struct {
 	Found     []string // the condition's words and amounts the reply supports
 	Missing   []string // those it does not
 	Conflicts []string // what it contradicts, as "X (reply: Y)"
+	// Uncheckable: the condition names nothing a reply could say or lack
+	// ("The agent answers correctly"), so no reply can be checked
+	// against it; Result is Unknown.
+	Uncheckable bool
 }
+
+// NothingToCheck is the reason of an Uncheckable decision.
+const NothingToCheck = "the offline judge cannot check this condition: it names nothing a reply could say or lack"
 
 // The thresholds of the rule (see the package comment).
 const (
@@ -282,7 +293,7 @@ func (m *Model) decide(condition, reply string) Decision {
 	}
 	sups := make([]support, len(items))
 	for i, it := range items {
-		sups[i] = m.supportOf(it, rep, decline)
+		sups[i] = m.supportOf(it, rep, decline, func(q quantity) bool { return m.saidOfOther(q, items, rep) })
 	}
 	m.resolveTopic(items, sups, rep, refuses)
 	misbound := m.bindModifiers(cond, items, sups, rep, decline)
@@ -332,7 +343,7 @@ func (m *Model) decide(condition, reply string) Decision {
 		case sups[i].conflict != "":
 			d.Conflicts = append(d.Conflicts, sups[i].conflict)
 		default:
-			if c := m.sibling(it, rep, best[it.part]); c != "" {
+			if c := m.sibling(it, rep, restIn(best, partGot, it.part)); c != "" {
 				d.Conflicts = append(d.Conflicts, c)
 			} else if c := m.inItsPlace(it, sups[i], cond, rep, best[it.part]); c != "" {
 				d.Conflicts = append(d.Conflicts, c)
@@ -394,6 +405,11 @@ func (m *Model) decide(condition, reply string) Decision {
 	found := func() string { return list(d.Found) }
 	missing := func() string { return list(d.Missing) }
 	switch {
+	case totalW == 0 && !decline:
+		// Nothing to look for: calling it met would pass any reply
+		// ("The agent answers correctly", "None."). Declining is
+		// still checked, by the reply's declining.
+		d.Result, d.Reason, d.Uncheckable = Unknown, NothingToCheck, true
 	case prohibition:
 		// The reply does what is forbidden when it says most of it
 		// plainly, or names a price where a charge is forbidden.
@@ -424,8 +440,6 @@ func (m *Model) decide(condition, reply string) Decision {
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply says %s of something else", strings.Join(misbound, ", "))
 	case refuses && coverage < metCoverage:
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply declines instead of saying it (missing %s)", missing())
-	case totalW == 0:
-		d.Result, d.Reason = Met, "the condition names nothing the reply could lack"
 	case missingKind != "":
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply does not give the %s the condition asks for", missingKind)
 	case emptyPart && nParts > 1:
@@ -578,7 +592,17 @@ func deniedShare(items []item, rep text, m *Model) float64 {
 
 // items is what the condition asks, part by part: a condition's parts
 // are cut at "and", commas and semicolons when each side has content.
+// Who the agent speaks to is no part of it, unless that is all the
+// condition names: "says a referral is not needed" is about the referral
+// (which WordNet also knows as a person referred).
 func (m *Model) items(cond text) []item {
+	if out := m.itemsOf(cond, false); len(out) > 0 {
+		return out
+	}
+	return m.itemsOf(cond, true)
+}
+
+func (m *Model) itemsOf(cond text, withAddressee bool) []item {
 	var out []item
 	part := 0
 	partOfClause := map[int]int{}
@@ -595,7 +619,7 @@ func (m *Model) items(cond text) []item {
 			}
 			partOfClause[t.clause] = part
 		}
-		if !t.content || t.amount || declineWord(t) || m.addressee(cond.tokens, i) {
+		if !t.content || t.amount || declineWord(t) || !withAddressee && m.addressee(cond.tokens, i) {
 			continue
 		}
 		it := item{tok: t, part: part, weight: posWeight(t)}
@@ -760,8 +784,9 @@ func posWeight(t *token) float64 {
 
 // supportOf is where the reply supports item it, or what contradicts it.
 // With anyPolarity, negation does not matter (a condition that asks the
-// agent to decline).
-func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
+// agent to decline). An amount of the reply said of something else
+// (aside) contradicts none of the condition's.
+func (m *Model) supportOf(it item, rep text, anyPolarity bool, aside func(quantity) bool) support {
 	s := support{sents: map[int]bool{}}
 	if it.amount != nil {
 		q := *it.amount
@@ -770,9 +795,9 @@ func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
 			switch {
 			case q.same(r) && (r.negated == q.negated || anyPolarity):
 				s.sents[r.sent] = true
-			case q.same(r):
+			case q.same(r) && !aside(r):
 				other = append(other, "not "+fmt.Sprintf("%q", r.surface))
-			case q.comparable(r) && !r.negated:
+			case q.comparable(r) && !r.negated && !aside(r):
 				other = append(other, fmt.Sprintf("%q", r.surface))
 			}
 		}
@@ -838,6 +863,37 @@ func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
 		s.conflict = ""
 	}
 	return s
+}
+
+// saidOfOther reports whether a reply's amount is said of something the
+// condition does not name: its sentence names a thing (a noun) and
+// nothing related to the condition's words. "Refunds are possible within
+// 30 days" says nothing of how long delivery takes, so its 30 days do
+// not contradict "delivery takes three days"; "It takes 5 days" and "You
+// have 60 days" name nothing else, and do.
+func (m *Model) saidOfOther(q quantity, items []item, rep text) bool {
+	other := false
+	for _, r := range rep.tokens {
+		if r.sent != q.sent || !r.content {
+			continue
+		}
+		for _, it := range items {
+			if it.tok != nil && m.relate(*it.tok, r).score >= supported {
+				return false
+			}
+		}
+		other = other || r.pos == wordnet.Noun
+	}
+	return other
+}
+
+// restIn is the sentence that says the most of part p, or -2 when none
+// says any of it: then no sentence is where the reply says the rest.
+func restIn(best []int, got []float64, p int) int {
+	if got[p] == 0 {
+		return -2
+	}
+	return best[p]
 }
 
 // sibling is the contradiction of a reply that, where the condition

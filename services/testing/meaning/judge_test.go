@@ -31,6 +31,9 @@ func TestDecide(t *testing.T) {
 		{"a negative condition is met by a negative reply", "The agent says refunds are not possible after 30 days", "After 30 days we can't give refunds.", Met, ""},
 		{"antonyms contradict", "The agent says the tickets are cheap", "Those tickets are expensive.", NotMet, "opposite"},
 		{"a different amount contradicts", "The agent says a refund is possible within 30 days with a receipt", "Refunds are possible within 60 days with a receipt.", NotMet, `"30 days" (reply: "60 days")`},
+		{"an amount said of another thing is missing, not contradicted", "The agent says delivery takes three days", "Refunds are possible within 30 days.", NotMet, "does not say most of it (found nothing; missing delivery, three days)"},
+		{"an amount said of nothing else contradicts", "The agent says delivery takes three days", "It takes 5 days.", NotMet, `"three days" (reply: "5 days")`},
+		{"an amount beside the condition's subject contradicts", "The agent says returns are accepted within 30 days", "Returns are accepted. You have 60 days.", NotMet, `"30 days" (reply: "60 days")`},
 		{"a month is 30 days", "The agent says returns are accepted within 30 days", "You can return it within a month.", Met, "30 days"},
 		{"clock times in words", "The agent says the store opens at 9:30", "We open at half past nine.", Met, "9:30"},
 		{"money in words", "The agent says the limit is $200", "The limit is two hundred dollars.", Met, "$200"},
@@ -49,7 +52,9 @@ func TestDecide(t *testing.T) {
 		{"a prohibition is met when the reply does not do it", "The agent does not ask for the full card number", "I've blocked the card ending 4421.", Met, "forbids"},
 		{"a prohibition is not met when the reply does it", "The agent does not ask for the full card number", "Please read me the full 16-digit card number.", NotMet, "forbids"},
 		{"we speak for the business", "The agent says the store opens at 9", "We open at 9.", Met, "store"},
-		{"a condition naming nothing", "The agent responds.", "Hello.", Met, ""},
+		{"a condition naming nothing cannot be checked", "The agent responds.", "Hello.", Unknown, "cannot check"},
+		{"a person it names is checked when it names nothing else", "The agent says a referral is not needed", "No referral is needed - you can book the physio directly.", Met, "referral"},
+		{"a person named alone is still checked", "The agent says pets are not allowed", "Pets are welcome in every room.", NotMet, "pets"},
 		{"a hedge says only that it may be so", "The agent says the order has shipped", "Your order should be shipped by tonight, I think.", NotMet, "may be so"},
 		{"leave given to the caller is no hedge", "The agent says the caller can bring a guest", "You may bring a guest with you.", Met, ""},
 		{"a hedged condition is met by a hedge", "The agent says the train may be delayed", "The train might be delayed by the storm.", Met, ""},
@@ -83,6 +88,30 @@ func TestDecide(t *testing.T) {
 					c.cond, c.reply, d.Result, d.Reason, c.want, c.reason, d.Found, d.Missing, d.Conflicts)
 			}
 		})
+	}
+}
+
+// A condition that names nothing a reply could say or lack cannot be
+// checked: met, it would pass any reply (a QA probe's case: the agent
+// answers the opening hours to "Do you sell pet food?"). Declining names
+// nothing either, but is checked by the reply's declining.
+func TestDecideNothingToCheck(t *testing.T) {
+	m := model(t)
+	reply := "Our opening hours are nine to five every weekday."
+	for _, cond := range []string{"The agent answers correctly.", "The agent provides accurate information.", "The agent gives a relevant answer.",
+		"The agent does what the user asks.", "The agent responds.", "None.", "   ", ""} {
+		d := m.Decide(cond, reply)
+		if d.Result != Unknown || !d.Uncheckable || d.Reason != NothingToCheck {
+			t.Errorf("Decide(%q) = %s (%s), uncheckable %v; want unknown: nothing to check", cond, d.Result, d.Reason, d.Uncheckable)
+		}
+	}
+	for _, c := range []struct {
+		reply string
+		want  Result
+	}{{"I'm sorry, I can't help with that.", Met}, {reply, NotMet}} {
+		if d := m.Decide("The agent declines.", c.reply); d.Result != c.want || d.Uncheckable {
+			t.Errorf("Decide(declines, %q) = %s (%s), want %s", c.reply, d.Result, d.Reason, c.want)
+		}
 	}
 }
 

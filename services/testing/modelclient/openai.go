@@ -222,12 +222,31 @@ func (o OpenAI) Judge(ctx context.Context, in model.JudgeInput) (model.Verdict, 
 		Summary   string   `json:"summary"`
 	}
 	v := model.Verdict{Result: domain.ConditionUnknown}
-	if json.Unmarshal([]byte(res.Message.Content), &out) != nil || (out.Result != domain.ConditionSuccess && out.Result != domain.ConditionFailure) {
+	switch {
+	case json.Unmarshal([]byte(res.Message.Content), &out) != nil ||
+		(out.Result != domain.ConditionSuccess && out.Result != domain.ConditionFailure && out.Result != domain.ConditionUnknown):
 		v.Summary = "The judge model did not answer with a verdict: " + truncate(res.Message.Content, 200)
-		return v, u, nil
+	case out.Result == domain.ConditionUnknown:
+		// A verdict all the same: the model says it cannot decide, and why.
+		v.Messages, v.Summary = out.Rationale, unknownSummary(out.Summary, out.Rationale)
+	default:
+		v.Result, v.Messages, v.Summary = out.Result, out.Rationale, out.Summary
 	}
-	v.Result, v.Messages, v.Summary = out.Result, out.Rationale, out.Summary
 	return v, u, nil
+}
+
+// unknownSummary is the summary of a judge model's well-formed
+// "unknown": that it answered so, in its own words (its summary, else its
+// rationale).
+func unknownSummary(summary string, rationale []string) string {
+	why := strings.TrimSpace(summary)
+	if why == "" {
+		why = strings.TrimSpace(strings.Join(rationale, " "))
+	}
+	if why == "" {
+		return "The judge model answered unknown, giving no reason."
+	}
+	return "The judge model answered unknown: " + why
 }
 
 func truncate(s string, n int) string {

@@ -43,23 +43,27 @@ func (Lexical) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, mod
 		v.Result = domain.ConditionSuccess
 		v.Summary = "Offline judge: " + where + " contains at least half the content words of every success condition, and every number they state."
 		for _, c := range in.Conditions {
-			msg, fail := judgeCondition(c, rt, refused, where)
+			msg, fail, unchecked := judgeCondition(c, rt, refused, where)
 			v.Messages = append(v.Messages, msg)
-			if fail != "" && v.Result == domain.ConditionSuccess {
+			switch {
+			case fail != "" && v.Result != domain.ConditionFailure:
 				v.Result, v.Summary = domain.ConditionFailure, fail
+			case unchecked && v.Result == domain.ConditionSuccess:
+				v.Result, v.Summary = domain.ConditionUnknown, uncheckable(c)
 			}
 		}
-	default:
+	case v.Summary == "":
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
 	return v, model.Usage{Calls: 1}, nil
 }
 
-// judgeCondition is the rationale message for one success condition, and
-// the verdict's summary when the reply does not meet it.
-func judgeCondition(c string, reply map[string]bool, refused bool, where string) (msg, fail string) {
+// judgeCondition is the rationale message for one success condition, the
+// verdict's summary when the reply does not meet it, and whether the
+// condition has no content words to check.
+func judgeCondition(c string, reply map[string]bool, refused bool, where string) (msg, fail string, unchecked bool) {
 	if refused && refusalWords(c) {
-		return fmt.Sprintf("Condition %q: it asks the agent to decline, and the agent said it cannot find the question in its instructions.", c), ""
+		return fmt.Sprintf("Condition %q: it asks the agent to decline, and the agent said it cannot find the question in its instructions.", c), "", false
 	}
 	var found, missing, numbers []string
 	for _, t := range contentTerms(c, conditionStopwords) {
@@ -75,7 +79,8 @@ func judgeCondition(c string, reply map[string]bool, refused bool, where string)
 	}
 	total := len(found) + len(missing)
 	if total == 0 {
-		return fmt.Sprintf("Condition %q: no content words to look for; nothing contradicts it.", c), ""
+		// Any reply would contain all of nothing: it cannot be checked.
+		return fmt.Sprintf("Condition %q: unknown: no content words to look for, so the offline judge cannot check it.", c), "", true
 	}
 	msg = fmt.Sprintf("Condition %q: %d of %d content words in %s (found: %s; missing: %s).", c, len(found), total, where, list(found), list(missing))
 	the, are := "number", "is"
@@ -91,5 +96,5 @@ func judgeCondition(c string, reply map[string]bool, refused bool, where string)
 	case len(numbers) > 0:
 		fail = fmt.Sprintf("Offline judge: %s lacks the %s %s that a success condition states (%q); numbers must match exactly.", where, the, strings.Join(numbers, ", "), c)
 	}
-	return msg, fail
+	return msg, fail, false
 }

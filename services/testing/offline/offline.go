@@ -440,6 +440,8 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 			switch {
 			case d.Result == meaning.NotMet && failed == "":
 				failed = fmt.Sprintf("Offline judge: %s does not meet the success condition %q: %s.", where, c, d.Reason)
+			case d.Uncheckable && unknown == "":
+				unknown = uncheckable(c)
 			case d.Result == meaning.Unknown && unknown == "":
 				unknown = fmt.Sprintf("Offline judge: cannot decide whether %s meets the success condition %q: %s.", where, c, d.Reason)
 			}
@@ -452,10 +454,39 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 		default:
 			v.Result, v.Summary = domain.ConditionSuccess, fmt.Sprintf("Offline judge: %s meets every success condition.", where)
 		}
-	default:
+	case v.Summary == "":
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
 	return v, model.Usage{Calls: 1}, nil
+}
+
+// undecided is the summary of examples that did not decide a test with
+// no condition: what the reply was compared with, and why that was not
+// enough (a tie, or too little alike to the examples of the only kind).
+func undecided(where, measure string, bestS float64, iS int, bestF float64, iF int) string {
+	const none = ", and the test has no success condition to decide by."
+	switch {
+	case iS >= 0 && iF >= 0 && bestS == 0:
+		return fmt.Sprintf("Offline judge: %s is like none of the examples (%s 0.00 to each): they do not decide it%s", where, measure, none)
+	case iS >= 0 && iF >= 0:
+		return fmt.Sprintf("Offline judge: %s is as close to success example #%d as to failure example #%d (%s %.2f): the examples do not decide it%s",
+			where, iS+1, iF+1, measure, bestS, none)
+	case iS >= 0:
+		return fmt.Sprintf("Offline judge: %s is not alike enough to any success example to be judged by them (closest #%d, %s %.2f; %.2f decides)%s",
+			where, iS+1, measure, bestS, loneExampleSimilarity, none)
+	default:
+		return fmt.Sprintf("Offline judge: %s is not alike enough to any failure example to be judged by them (closest #%d, %s %.2f; %.2f decides)%s",
+			where, iF+1, measure, bestF, loneExampleSimilarity, none)
+	}
+}
+
+// uncheckable is the summary of a condition that names nothing a reply
+// could say or lack ("The agent answers correctly"): an offline judge
+// cannot check it, and says what the test's author can do instead.
+func uncheckable(c string) string {
+	return fmt.Sprintf("Offline judge: cannot check the success condition %q: it names nothing a reply could say or lack, so any reply would meet it. "+
+		"Write what the reply must say (for example \"The agent says refunds are possible within 30 days\"), add success examples, "+
+		"or judge with a model (VOICEAI_JUDGE_PROVIDER=openai).", c)
 }
 
 func list(words []string) string {
@@ -602,7 +633,8 @@ const loneExampleSimilarity = 0.5
 // reverse case; examples of one kind only decide when the reply truly
 // resembles one (a word shared with a lone failure example is no
 // failure). decided is false for a tie or no deciding example: the
-// conditions decide. The verdict names the closest examples either way.
+// conditions decide, or, when there are none, the summary says why the
+// examples did not. The verdict names the closest examples either way.
 func byExamples(in model.JudgeInput, similar func(example string) float64, measure, closer, where string) (v model.Verdict, decided bool) {
 	closest := func(examples []string) (float64, int) {
 		best, at := -1.0, -1
@@ -623,7 +655,13 @@ func byExamples(in model.JudgeInput, similar func(example string) float64, measu
 		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, %s %.2f.", iF+1, measure, bestF))
 	}
 	oneSided := (iS >= 0) != (iF >= 0)
-	if (iS < 0 && iF < 0) || bestS == bestF || (oneSided && max(bestS, bestF) < loneExampleSimilarity) {
+	if iS < 0 && iF < 0 {
+		return v, false
+	}
+	if bestS == bestF || (oneSided && max(bestS, bestF) < loneExampleSimilarity) {
+		if len(in.Conditions) == 0 { // no condition decides: say what the examples did not
+			v.Summary = undecided(where, measure, bestS, iS, bestF, iF)
+		}
 		return v, false
 	}
 	if bestS > bestF {

@@ -216,7 +216,8 @@ func TestOfflineLexicalJudge(t *testing.T) {
 			domain.ConditionUnknown, []string{"no examples or condition to decide by"}, nil},
 		{"a tie without conditions is unknown",
 			model.JudgeInput{SuccessExamples: []string{"alpha"}, FailureExamples: []string{"beta"}, Reply: agentTurn("gamma")},
-			domain.ConditionUnknown, []string{"no examples or condition"}, []string{"Closest success example #1, word-set similarity 0.00."}},
+			domain.ConditionUnknown, []string{"the reply is like none of the examples (word-set similarity 0.00 to each): they do not decide it, and the test has no success condition to decide by."},
+			[]string{"Closest success example #1, word-set similarity 0.00."}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -450,9 +451,15 @@ func TestOfflineLexicalJudgeNormalises(t *testing.T) {
 		{"a refusal an example of not knowing asks for is judged by the examples",
 			model.JudgeInput{SuccessExamples: []string{"I do not know."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: refusal},
 			domain.ConditionSuccess, "closer to success example #1", ""},
-		{"a condition without content words has nothing to check",
+		{"a condition without content words cannot be checked",
 			model.JudgeInput{Conditions: []string{"The agent responds."}, Reply: agentTurn("Anything.")},
-			domain.ConditionSuccess, "", "no content words to look for"},
+			domain.ConditionUnknown, `cannot check the success condition "The agent responds."`, "no content words to look for"},
+		{"a condition that fails outweighs one that cannot be checked",
+			model.JudgeInput{Conditions: []string{"The agent responds.", "offers a discount voucher"}, Reply: agentTurn("No.")},
+			domain.ConditionFailure, `("offers a discount voucher")`, ""},
+		{"a lone success example too little alike, and no condition: the summary says what was compared",
+			model.JudgeInput{SuccessExamples: []string{"We sell gift vouchers in store."}, Reply: agentTurn("Refunds are possible within 30 days.")},
+			domain.ConditionUnknown, "not alike enough to any success example to be judged by them (closest #1, word-set similarity 0.00; 0.50 decides)", ""},
 		{"a hello meets greets",
 			model.JudgeInput{Conditions: []string{"greets the caller"}, Reply: agentTurn("Hello, Acme here.")}, domain.ConditionSuccess, "", "found: greets"},
 	})

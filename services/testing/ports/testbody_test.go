@@ -53,11 +53,13 @@ func TestTestBodiesThatAreValid(t *testing.T) {
 		"llm with failure examples only": `{"type":"llm","name":"x",
 			"failure_examples":[{"response":"I do not know.","type":"failure"}]}`,
 		"llm with everything": `{"type":"llm","name":"x","success_condition":"c",
-			"success_examples":[{"response":"a","type":"success"},{"response":"","type":"success"}],
+			"success_examples":[{"response":"a","type":"success"},{"response":" b ","type":"success"}],
 			"failure_examples":[{"response":"b","type":"failure"}],
 			"dynamic_variables":{"customer":"Ann","n":3},"parent_folder_id":"tfld_1"}`,
 		"llm name of 200 multibyte runes": `{"type":"llm","name":"` + strings.Repeat("é", domain.MaxNameLen) + `","success_condition":"c"}`,
 		"llm name of 1 rune":              `{"type":"llm","name":"é","success_condition":"c"}`,
+		"llm with an empty condition and examples (empty is none)": `{"type":"llm","name":"x","success_condition":"",
+			"success_examples":[{"response":"We open at nine.","type":"success"}]}`,
 		"llm with 500 chat turns": `{"type":"llm","name":"x","success_condition":"c","chat_history":` +
 			repeatJSON(`{"role":"user","message":"hi","time_in_call_secs":1}`, domain.MaxChatHistory) + `}`,
 		"llm with 100 examples": `{"type":"llm","name":"x","success_examples":` +
@@ -102,6 +104,7 @@ func TestTestBodiesRefusedAtTheirFields(t *testing.T) {
 		required = "Field required"
 		missing  = "missing"
 		literal  = "literal_error"
+		blank    = "String should have a character other than white space"
 	)
 	tp := func(params string) string {
 		return `{"type":"tool","name":"t","tool_call_parameters":{"parameters":[` + params + `]}}`
@@ -129,6 +132,22 @@ func TestTestBodiesRefusedAtTheirFields(t *testing.T) {
 			[]fe{{loc: []any{"body", "name"}, msg: "Input should be a valid string", typ: "string_type"}}},
 		{"name empty", `{"type":"llm","name":"","success_condition":"c"}`,
 			[]fe{{loc: []any{"body", "name"}, msg: "String should have at least 1 character", typ: "string_too_short"}}},
+		{"name of white space only", `{"type":"llm","name":"   ","success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "name"}, msg: blank, typ: "string_too_short"}}},
+		{"name of no-break and ideographic spaces", `{"type":"llm","name":"\u00a0\u3000","success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "name"}, msg: blank, typ: "string_too_short"}}},
+		{"success_condition of white space only", `{"type":"llm","name":"x","success_condition":"   "}`,
+			[]fe{{loc: []any{"body", "success_condition"}, msg: blank, typ: "string_too_short"}}},
+		{"success_condition of white space beside examples", `{"type":"llm","name":"x","success_condition":"\t\n",
+			"success_examples":[{"response":"a","type":"success"}]}`,
+			[]fe{{loc: []any{"body", "success_condition"}, msg: blank, typ: "string_too_short"}}},
+		{"a simulation's blank condition in the list", `{"type":"simulation","name":"s","success_conditions":["books a table"," "]}`,
+			[]fe{{loc: []any{"body", "success_conditions", 1}, msg: blank, typ: "string_too_short"}}},
+		{"blank examples", `{"type":"llm","name":"x","success_condition":"c",
+			"success_examples":[{"response":"a","type":"success"},{"response":"  ","type":"success"}],
+			"failure_examples":[{"response":"","type":"failure"}]}`,
+			[]fe{{loc: []any{"body", "failure_examples", 0, "response"}, msg: blank, typ: "string_too_short"},
+				{loc: []any{"body", "success_examples", 1, "response"}, msg: blank, typ: "string_too_short"}}},
 		{"name 201 runes", `{"type":"llm","name":"` + strings.Repeat("a", domain.MaxNameLen+1) + `","success_condition":"c"}`,
 			[]fe{{loc: []any{"body", "name"}, msg: "String should have at most 200 characters", typ: "string_too_long"}}},
 		{"chat history over 500", `{"type":"llm","name":"x","success_condition":"c","chat_history":` +
