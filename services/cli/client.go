@@ -31,6 +31,9 @@ type APIError struct {
 	Status    string // e.g. "agent_not_found"; empty when the body had none
 	Message   string
 	RequestID string
+	// RetryAfter is how long a 429 or 503 asked the client to wait (its
+	// Retry-After header); 0 when it did not say.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -144,7 +147,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 			if errors.As(err, &ue) {
 				err = ue.Err
 			}
-			return nil, fmt.Errorf("%s %s: %w", method, c.base, err)
+			return nil, &netError{fmt.Errorf("%s %s: %w", method, c.base, err)}
 		}
 		out, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -163,9 +166,20 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 				return nil, ctx.Err()
 			}
 		}
-		return nil, parseError(resp.StatusCode, resp.Header, out)
+		e := parseError(resp.StatusCode, resp.Header, out)
+		if ok {
+			e.RetryAfter = wait
+		}
+		return nil, e
 	}
 }
+
+// netError is a request that got no answer: the connection was refused
+// or reset, the name did not resolve, the answer did not come in time.
+type netError struct{ err error }
+
+func (e *netError) Error() string { return e.err.Error() }
+func (e *netError) Unwrap() error { return e.err }
 
 // retryAfter is how long a 429 or 503 asks the client to wait.
 func retryAfter(resp *http.Response) (time.Duration, bool) {

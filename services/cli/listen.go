@@ -29,8 +29,10 @@ func (a *app) webhooksListenCommand() *cobra.Command {
 event), polls the platform for its deliveries and POSTs each, with its headers and
 signature unchanged, to --forward-to. What the receiver answers is the delivery's outcome:
 it shows in webhooks logs, and a failure is retried as for any webhook. The signing
-secret is printed on stderr: give it to the receiver. Ctrl-C stops listening and deletes
-the webhook (--keep keeps it; --webhook reuses one).`,
+secret is printed on stderr: give it to the receiver. The rate limit, an outage or a lost
+connection do not stop it: it waits (as long as Retry-After asks) and polls again, saying
+so on stderr. Ctrl-C stops listening and deletes the webhook (--keep keeps it; --webhook
+reuses one); if it cannot, it says which webhook is left.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u, err := url.Parse(forwardTo)
@@ -47,13 +49,7 @@ the webhook (--keep keeps it; --webhook reuses one).`,
 					return err
 				}
 				if !keep {
-					defer func() {
-						del, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-						defer cancel()
-						if _, err := c.call(del, deleteWebhook, []string{webhookID}, nil, nil, nil); err != nil {
-							fmt.Fprintf(a.stderr, "could not delete webhook %s: %v\n", webhookID, err)
-						}
-					}()
+					defer a.deleteRelay(c, webhookID)
 				}
 			}
 			fmt.Fprintf(a.stderr, "Relaying the deliveries of webhook %s to %s (Ctrl-C stops).\n", webhookID, forwardTo)
@@ -98,12 +94,40 @@ func (a *app) createRelay(ctx context.Context, c *client, events []string, secre
 	return w.ID, nil
 }
 
-// relay polls for deliveries and forwards each until ctx ends.
+// deleteWithin bounds how long listen, stopping, tries to delete the
+// webhook it created.
+var deleteWithin = 30 * time.Second
+
+// deleteRelay deletes the relay webhook listen created, trying again on
+// the rate limit (as long as Retry-After asks, within deleteWithin) and
+// on outages; when it cannot, it says which webhook is left and how to
+// delete it.
+func (a *app) deleteRelay(c *client, webhookID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), deleteWithin)
+	defer cancel()
+	err := a.persist(ctx, "deleting webhook "+webhookID, true, func() error {
+		_, err := c.call(ctx, deleteWebhook, []string{webhookID}, nil, nil, nil)
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(a.stderr, "could not delete relay webhook %s: %v\nIt is left, active: delete it with `voiceai webhooks delete %s`.\n", webhookID, err, webhookID)
+	}
+}
+
+// relay polls for deliveries and forwards each until ctx ends. The rate
+// limit, an outage or a lost connection do not stop it: it waits (as long
+// as Retry-After asks) and polls again, saying so once per outage.
 func (a *app) relay(ctx context.Context, c *client, webhookID, forwardTo string) error {
 	local := &http.Client{Timeout: forwardTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	what := "polling webhook " + webhookID + " for deliveries"
 	for ctx.Err() == nil {
 		var next wire.RelayNext
-		if _, err := c.call(ctx, relayNext, []string{webhookID}, nil, map[string]any{"wait_ms": 20000}, &next); err != nil {
+		err := a.persist(ctx, what, false, func() error {
+			next = wire.RelayNext{}
+			_, err := c.call(ctx, relayNext, []string{webhookID}, nil, map[string]any{"wait_ms": 20000}, &next)
+			return err
+		})
+		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
@@ -115,7 +139,10 @@ func (a *app) relay(ctx context.Context, c *client, webhookID, forwardTo string)
 		}
 		status, answer, errText := forward(ctx, local, forwardTo, d.Headers, d.Body)
 		result := map[string]any{"token": d.Token, "status_code": status, "response_body": answer, "error": errText}
-		if _, err := c.call(context.WithoutCancel(ctx), relayResult, []string{webhookID}, nil, result, nil); err != nil {
+		if err := a.persist(ctx, "reporting the outcome of a delivery of webhook "+webhookID, false, func() error {
+			_, err := c.call(ctx, relayResult, []string{webhookID}, nil, result, nil)
+			return err
+		}); err != nil {
 			fmt.Fprintf(a.stderr, "could not report the outcome (the delivery will be retried): %v\n", err)
 		}
 		outcome := fmt.Sprint(status)

@@ -151,6 +151,21 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 	return cmd
 }
 
+func (a *app) webhooksDeleteCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete <webhook_id>",
+		Short: "Delete a webhook (e.g. a relay webhook listen could not delete)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if show, err := a.fetch(cmd.Context(), deleteWebhook, args, nil, nil, nil); !show {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Deleted webhook %s.\n", args[0])
+			return nil
+		},
+	}
+}
+
 type resent struct {
 	DeliveryID string `json:"delivery_id"`
 	EventID    string `json:"event_id"`
