@@ -120,7 +120,7 @@ func TestWebhooksListenRidesOutRateLimitsAndOutages(t *testing.T) {
 		t.Fatalf("no word of the platform answering again: %q", stderr)
 	}
 	if strings.Contains(stderr, "could not") || deletes.Load() != 1 {
-		t.Fatalf("%d deletes, stderr %q", deletes, stderr)
+		t.Fatalf("%d deletes, stderr %q", deletes.Load(), stderr)
 	}
 	var long int
 	for _, w := range waits() {
