@@ -72,8 +72,11 @@ over the operator's maximum, network, time-out).`,
 				case <-ctx.Done():
 					return stoppedWaiting(ctx.Err(), timeout, "load test "+lt.ID)
 				}
-				if raw, err = c.call(ctx, getLoadTest, []string{lt.ID}, nil, nil, &lt); err != nil {
+				if err := a.persist(ctx, "waiting for load test "+lt.ID, false, func() (err error) {
+					raw, err = c.call(ctx, getLoadTest, []string{lt.ID}, nil, nil, &lt)
 					return err
+				}); err != nil {
+					return stoppedWaiting(err, timeout, "load test "+lt.ID)
 				}
 				for _, s := range lt.Steps {
 					if s.Status == "completed" && s.Step > last {

@@ -321,7 +321,8 @@ func allTests(ctx context.Context, c *client) ([]string, error) {
 }
 
 // follow polls the invocation until it is no longer running, reporting
-// finished runs, and returns its last answer.
+// finished runs, and returns its last answer. The rate limit and outages
+// only slow it down (app.persist) until ctx's --timeout.
 func (a *app) follow(ctx context.Context, c *client, inv invocation, every time.Duration) ([]byte, invocation, error) {
 	prog := newProgress(a.stderr, inv.ID, len(inv.TestRuns))
 	defer prog.done()
@@ -329,7 +330,12 @@ func (a *app) follow(ctx context.Context, c *client, inv invocation, every time.
 	defer tick.Stop()
 	for {
 		var cur invocation
-		raw, err := c.call(ctx, getInvocation, []string{inv.ID}, nil, nil, &cur)
+		var raw []byte
+		err := a.persist(ctx, "waiting for invocation "+inv.ID, false, func() (err error) {
+			cur = invocation{}
+			raw, err = c.call(ctx, getInvocation, []string{inv.ID}, nil, nil, &cur)
+			return err
+		})
 		if err != nil {
 			return nil, inv, err
 		}
