@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes: CI tells a failed test from a broken run by them.
@@ -78,6 +80,8 @@ some run failed, 2 any error (usage, bad key, unknown id, network, time-out),
 asked for, so its verdicts do not gate.`,
 		SilenceUsage:  true, // an API error is not a usage error
 		SilenceErrors: true, // Run prints errors, once
+		// Flags are checked before anything is sent.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return checkDurations(cmd) },
 	}
 	f := root.PersistentFlags()
 	f.StringVar(&a.baseURL, "base-url", "", "API base URL (env VOICEAI_BASE_URL, default "+DefaultBaseURL+")")
@@ -107,6 +111,31 @@ asked for, so its verdicts do not gate.`,
 			a.eventsTailCommand()),
 	)
 	return root
+}
+
+// positiveDurations are the duration flags that must be more than 0: how
+// often to poll, how long to wait.
+var positiveDurations = []string{"poll", "timeout"}
+
+// checkDurations refuses, as a usage error, a negative value of any
+// duration flag of cmd (each counts back from now or bounds a wait: a
+// negative one was silently ignored or panicked), and a zero --poll or
+// --timeout.
+func checkDurations(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Value.Type() != "duration" {
+			return
+		}
+		d, _ := cmd.Flags().GetDuration(f.Name)
+		switch {
+		case d < 0:
+			err = fmt.Errorf("--%s %s: a duration cannot be negative (write --%s %s)", f.Name, d, f.Name, -d)
+		case d == 0 && slices.Contains(positiveDurations, f.Name):
+			err = fmt.Errorf("--%s %s: must be more than 0, e.g. --%s %s", f.Name, d, f.Name, f.DefValue)
+		}
+	})
+	return err
 }
 
 // client builds the API client from flags, then the environment. It is

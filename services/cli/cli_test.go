@@ -486,3 +486,31 @@ func TestListingPages(t *testing.T) {
 		t.Fatalf("queries %v then %v", first, second)
 	}
 }
+
+// A zero or negative --poll or --timeout, or a negative duration of any
+// flag, is a usage error before anything is sent (a zero --poll panicked
+// after the invocation had started; a negative --since was ignored).
+func TestBadDurationsAreUsageErrors(t *testing.T) {
+	f, base := newFake(t)
+	invocationServer(t, f, "passed")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tests", "run", "--agent", "agent_1", "--test", "t", "--wait", "--poll", "0s"}, "--poll 0s: must be more than 0"},
+		{[]string{"tests", "run", "--agent", "agent_1", "--test", "t", "--wait", "--timeout", "-1m"}, "--timeout -1m0s: a duration cannot be negative"},
+		{[]string{"tests", "load", "--agent", "agent_1", "--test", "t", "--steps", "1", "--wait", "--poll", "-1s"}, "--poll -1s: a duration cannot be negative"},
+		{[]string{"tests", "load", "--agent", "agent_1", "--test", "t", "--steps", "1", "--wait", "--timeout", "0s"}, "--timeout 0s: must be more than 0"},
+		{[]string{"conversations", "list", "--since", "-1h"}, "--since -1h0m0s: a duration cannot be negative (write --since 1h0m0s)"},
+		{[]string{"conversations", "list", "--until", "-1h"}, "--until -1h0m0s: a duration cannot be negative"},
+		{[]string{"webhooks", "recover", "whk_1", "--since", "-10m"}, "--since -10m0s: a duration cannot be negative"},
+		{[]string{"webhooks", "logs", "whk_1", "--since", "-10m"}, "--since -10m0s: a duration cannot be negative"},
+		{[]string{"events", "tail", "--since", "-5m", "--nats-url", "nats://127.0.0.1:1"}, "--since -5m0s: a duration cannot be negative"},
+	} {
+		before := len(f.requests)
+		r := runOn(t, base, c.args...)
+		if r.code != ExitError || !strings.Contains(r.stderr, "error: "+c.want) || len(f.requests) != before {
+			t.Fatalf("%v: exit %d, stderr %q, %d requests sent", c.args, r.code, r.stderr, len(f.requests)-before)
+		}
+	}
+}
