@@ -394,6 +394,11 @@ func TestTicketsListFilters(t *testing.T) {
 	if q.Get("status") != "open" || q.Get("assignee_user_id") != "unassigned" || strings.Join(q["priorities"], ",") != "high,urgent" || q.Has("agent_id") {
 		t.Fatalf("query %v", q)
 	}
+	// "none", as tickets assign takes it, lists the unassigned tickets.
+	runOn(t, base, "tickets", "list", "--assignee", "none")
+	if q := f.requests[1].URL.Query(); q.Get("assignee_user_id") != "unassigned" {
+		t.Fatalf("--assignee none: query %v", q)
+	}
 }
 
 func TestKeys(t *testing.T) {

@@ -71,12 +71,29 @@ type filter interface {
 }
 
 // text filters by the flag's value as it is, when one is given.
-func text(flag, param, usage string) filter { return &textFilter{flag, param, usage, ""} }
+func text(flag, param, usage string) filter {
+	return &textFilter{flag: flag, param: param, usage: usage}
+}
 
-type textFilter struct{ flag, param, usage, v string }
+type textFilter struct {
+	flag, param, usage, v string
+	aliases               map[string]string // a value the CLI accepts -> the one sent
+}
 
 func (f *textFilter) add(cmd *cobra.Command) { cmd.Flags().StringVar(&f.v, f.flag, "", f.usage) }
-func (f *textFilter) set(q url.Values)       { setIf(q, f.param, f.v) }
+func (f *textFilter) set(q url.Values) {
+	v := f.v
+	if a, ok := f.aliases[v]; ok {
+		v = a
+	}
+	setIf(q, f.param, v)
+}
+
+// aliased is f accepting also each key of aliases, sent as its value.
+func aliased(f filter, aliases map[string]string) filter {
+	f.(*textFilter).aliases = aliases
+	return f
+}
 
 // anyOf filters by every value the flag is given (repeatable).
 func anyOf(flag, param, usage string) filter {

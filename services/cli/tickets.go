@@ -18,7 +18,8 @@ func (a *app) ticketsListCommand() *cobra.Command {
 		items: "agent_conversation_tickets", noun: "tickets", pageSize: 100,
 		filters: []filter{
 			text("status", "status", "open, in_progress, resolved or merged"),
-			text("assignee", "assignee_user_id", `assignee user id, or "unassigned"`),
+			// "none", as tickets assign takes it, is "unassigned" here too.
+			aliased(text("assignee", "assignee_user_id", `assignee user id, or "unassigned" (or "none")`), map[string]string{"none": "unassigned"}),
 			text("agent", "agent_id", "agent id"),
 			text("issue-type", "issue_type", "issue type, e.g. knowledge_gap"),
 			anyOf("priority", "priorities", "low, medium, high, urgent (repeatable)"),
