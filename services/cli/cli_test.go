@@ -290,6 +290,30 @@ func TestTestsRunWait(t *testing.T) {
 			t.Fatalf("junit %q %v", b, err)
 		}
 	})
+	t.Run("JUnit path that cannot be written", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed")
+		junit := filepath.Join(t.TempDir(), "nonexistent", "j.xml")
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--junit", junit)
+		if r.code != ExitError || !strings.Contains(r.stderr, "error: --junit "+junit+": cannot write a file in") || len(f.requests) != 0 {
+			t.Fatalf("exit %d, stderr %q, %d requests", r.code, r.stderr, len(f.requests))
+		}
+	})
+	t.Run("JUnit write failing at the end: the summary first", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed")
+		dir := t.TempDir()
+		junit := filepath.Join(dir, "j.xml")
+		f.on("POST /v1/convai/agents/agent_1/run-tests", func(w http.ResponseWriter, r *http.Request) {
+			os.Mkdir(junit, 0o755) // the path becomes a folder once the run has started
+			reply(200, `{"id":"tinv_1","agent_id":"agent_1","status":"running","test_runs":[{"status":"pending"}]}`)(w, r)
+		})
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--junit", junit)
+		if r.code != ExitError || !strings.Contains(r.stdout, "1 passed, 0 failed of 1 run(s)") || strings.Contains(r.stdout, "JUnit report:") ||
+			!strings.Contains(r.stderr, "error: writing the JUnit report: ") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
 	t.Run("json", func(t *testing.T) {
 		f, base := newFake(t)
 		invocationServer(t, f, "failed")

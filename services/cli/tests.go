@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,6 +207,11 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 			if gate.minAgreement < 0 || gate.minAgreement > 1 || gate.minLabels < 1 {
 				return errors.New("--min-judge-agreement is a share from 0 to 1, --min-judge-labels at least 1")
 			}
+			if junit != "" {
+				if err := writable(junit); err != nil {
+					return fmt.Errorf("--junit %s: %w", junit, err)
+				}
+			}
 			c, ctx, cancel, err := a.waitingClient(cmd.Context(), wait, timeout)
 			if err != nil {
 				return err
@@ -234,19 +240,28 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 			if err != nil {
 				return stoppedWaiting(err, timeout, "invocation "+inv.ID)
 			}
+			// The summary is printed even when the report could not be
+			// written, then the error: the runs' results are not lost.
+			var junitErr error
 			if junit != "" {
 				xml, err := c.call(ctx, getInvocation, []string{inv.ID}, url.Values{"format": {"junit"}}, nil, nil)
 				if err != nil {
-					return fmt.Errorf("fetching the JUnit report: %w", err)
+					junitErr = fmt.Errorf("fetching the JUnit report: %w", err)
+				} else if err := os.WriteFile(junit, xml, 0o644); err != nil {
+					junitErr = fmt.Errorf("writing the JUnit report: %w", err)
 				}
-				if err := os.WriteFile(junit, xml, 0o644); err != nil {
-					return err
-				}
+			}
+			shownJunit := junit
+			if junitErr != nil {
+				shownJunit = ""
 			}
 			if a.json {
 				a.printJSON(raw)
 			} else {
-				a.summary(inv, time.Since(start), junit)
+				a.summary(inv, time.Since(start), shownJunit)
+			}
+			if junitErr != nil {
+				return junitErr
 			}
 			if inv.Status == "cancelled" {
 				return fmt.Errorf("invocation %s was cancelled", inv.ID)
@@ -284,6 +299,25 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 	f.IntVar(&gate.minLabels, "min-judge-labels", 10, "with --min-judge-agreement, the labels a test's judge needs before its agreement counts")
 	_ = cmd.MarkFlagRequired("agent")
 	return cmd
+}
+
+// writable checks a file can be written at path, before a run starts that
+// would only then write it: its folder exists and takes a new file, and
+// path is not a folder. Nothing is left behind.
+func writable(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("is a folder")
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), ".voiceai-junit-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write a file in %s: %w", filepath.Dir(path), err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // allTests lists every test of the workspace (every folder), oldest first
