@@ -187,5 +187,5 @@ func (a *app) printTailed(ev tailedEvent) {
 		fmt.Fprintln(a.stdout, string(b))
 		return
 	}
-	fmt.Fprintf(a.stdout, "%s  %-9s %-32s %s %s\n", ev.StoredAt, ev.Stream, ev.Type, ev.Subject, ev.EventID)
+	fmt.Fprintf(a.stdout, "%s  %-9s %-32s %s %s\n", ev.StoredAt, ev.Stream, oneLine(ev.Type), oneLine(ev.Subject), oneLine(ev.EventID))
 }

@@ -189,7 +189,7 @@ func (a *app) labelCommand(k labelKind) *cobra.Command {
 			labelled := args[len(args)-1]
 			switch {
 			case l.Overturned && l.Corrected != nil:
-				fmt.Fprintf(a.stdout, "Labelled %s: %s was wrong, the right result is %s (label %s).\n", labelled, judge, *l.Corrected, l.LabelID)
+				fmt.Fprintf(a.stdout, "Labelled %s: %s was wrong, the right result is %s (label %s).\n", labelled, judge, oneLine(*l.Corrected), l.LabelID)
 			case l.Overturned:
 				fmt.Fprintf(a.stdout, "Labelled %s: %s was wrong (label %s).\n", labelled, judge, l.LabelID)
 			default:

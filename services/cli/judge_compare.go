@@ -48,10 +48,10 @@ func (a *app) judgeAnalyseCommand() *cobra.Command {
 				return err
 			}
 			if !an.Stored {
-				fmt.Fprintf(a.stdout, "The judge (%s) stopped early: %s. Nothing was stored.\n", an.Usage.Model, an.Error)
+				fmt.Fprintf(a.stdout, "The judge (%s) stopped early: %s. Nothing was stored.\n", oneLine(an.Usage.Model), oneLine(an.Error))
 				return nil
 			}
-			fmt.Fprintf(a.stdout, "%s judged by %s: %s (analysis %s)\n", args[0], an.Usage.Model, strings.ToUpper(an.Analysis.CallSuccessful), an.AnalysisID)
+			fmt.Fprintf(a.stdout, "%s judged by %s: %s (analysis %s)\n", args[0], oneLine(an.Usage.Model), strings.ToUpper(an.Analysis.CallSuccessful), an.AnalysisID)
 			var rows [][]string
 			for _, c := range an.Analysis.EvaluationCriteriaResultsList {
 				rows = append(rows, []string{c.ID, strings.ToUpper(c.Result), clip(c.Rationale, 70)})
@@ -140,7 +140,7 @@ changes. Then compare: voiceai judge report --compare <the runs' judge>,MODEL.`,
 
 // printComparison prints the judges compared on the same labels.
 func (a *app) printComparison(c *wire.Comparison) {
-	fmt.Fprintf(a.stdout, "Compared on the same %d labelled run(s) (%s):\n", c.Runs, strings.Join(c.Models, ", "))
+	fmt.Fprintf(a.stdout, "Compared on the same %d labelled run(s) (%s):\n", c.Runs, oneLine(strings.Join(c.Models, ", ")))
 	var rows [][]string
 	for _, j := range c.Judges {
 		row := append([]string{j.JudgeModel}, agreementCells(j.AgreementFigures)...)

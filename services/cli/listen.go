@@ -149,7 +149,7 @@ func (a *app) relay(ctx context.Context, c *client, webhookID, forwardTo string)
 		if status == 0 {
 			outcome = "unreachable: " + errText
 		}
-		fmt.Fprintf(a.stdout, "%s  %-26s %s -> %s\n", time.Now().UTC().Format(time.RFC3339), d.Headers["X-Service-Event"], d.Headers["X-Service-Event-Id"], outcome)
+		fmt.Fprintf(a.stdout, "%s  %-26s %s -> %s\n", time.Now().UTC().Format(time.RFC3339), oneLine(d.Headers["X-Service-Event"]), oneLine(d.Headers["X-Service-Event-Id"]), oneLine(outcome))
 	}
 	return nil
 }

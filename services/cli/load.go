@@ -142,7 +142,7 @@ func (a *app) loadSummary(lt wire.LoadTest) {
 		rows = append(rows, []string{strconv.Itoa(s.Step + 1), strconv.Itoa(s.Callers), s.Status, strconv.FormatInt(s.Turns, 10), failed,
 			ms(s.FirstTokenMs), ms(s.TurnMs), over, budget})
 	}
-	fmt.Fprintf(a.stdout, "Load test %s (%s): %s\n", lt.ID, lt.TestName, lt.Status)
+	fmt.Fprintf(a.stdout, "Load test %s (%s): %s\n", lt.ID, oneLine(lt.TestName), lt.Status)
 	table(a.stdout, []string{"STEP", "CALLERS", "STATUS", "TURNS", "FAILED", "FIRST TOKEN P50/P95 MS", "TURN P50/P95 MS", "OVERHEAD P95 µS", "BUDGET"}, rows)
 	for _, s := range lt.Steps {
 		for _, f := range s.Failures {

@@ -25,15 +25,40 @@ func table(w io.Writer, header []string, rows [][]string) {
 func fields(w io.Writer, kv ...string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], kv[i+1])
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], printable(kv[i+1]))
 	}
 	tw.Flush()
 }
 
 // oneLine keeps a cell on its line: tabs and line breaks would break the
-// table.
+// table. Other control characters are shown escaped (printable).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return printable(strings.Join(strings.Fields(s), " "))
+}
+
+// printable shows the control characters of text the server sent (C0,
+// DEL, C1: ESC among them) escaped, as \x1b or \u009b, so a name cannot
+// clear the screen or retitle the terminal. Line breaks and tabs are kept.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !isControl(r):
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
 }
 
 // clip shortens s to n characters for a table cell.

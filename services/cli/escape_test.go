@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// Server-provided text reaches the terminal with its control characters
+// escaped (a name could clear the screen or retitle the window); --json
+// stays as the API sent it.
+func TestControlCharactersAreEscaped(t *testing.T) {
+	const evil = `Hours\u001b[2J\u001b]0;pwned\u0007\u009b\u007f`
+	const shown = `Hours\x1b[2J\x1b]0;pwned\x07\u009b\x7f`
+	f, base := newFake(t)
+	f.on("GET /v1/convai/triage-tickets", reply(200, `{"agent_conversation_tickets":[{"agentqa_ticket_id":"tkt_1","status":"open","agent_id":"agent_1","title":"`+evil+`"}],"has_more":false}`))
+	f.on("GET /v1/convai/triage-tickets/tkt_1", reply(200, `{"agentqa_ticket_id":"tkt_1","status":"open","agent_id":"agent_1","title":"`+evil+`",
+	  "ticket_comments":[{"comment":"`+evil+`","created_at_unix_secs":1767322000,"owner_user_id":"usr_1"}]}`))
+	f.on("GET /v1/convai/agent-testing", reply(200, `{"tests":[{"id":"test_1","name":"`+evil+`","type":"llm"}],"has_more":false}`))
+	f.on("GET /v1/convai/test-invocations/tinv_1", reply(200, `{"id":"tinv_1","status":"completed","test_runs":[{"test_id":"test_1","test_name":"`+evil+`","status":"failed","error":"`+evil+strings.Repeat(" long", 30)+`"}]}`))
+	for _, args := range [][]string{{"tickets", "list"}, {"tickets", "show", "tkt_1"}, {"tests", "list"}, {"tests", "invocation", "tinv_1"}} {
+		r := runOn(t, base, args...)
+		if r.code != ExitOK || strings.ContainsAny(r.stdout, "\x1b\x07\x7f\u009b") || !strings.Contains(r.stdout, shown) {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := runOn(t, base, "tickets", "list", "--json"); !strings.Contains(r.stdout, evil) {
+		t.Fatalf("--json: %q", r.stdout)
+	}
+}
