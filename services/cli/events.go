@@ -71,7 +71,19 @@ Ctrl-C stops it.`,
 				}
 			}
 			url, from := natsAddress(natsURL)
-			nc, err := nats.Connect(url, nats.Name("voiceai events tail"))
+			// The platform going away is said once, and its coming back;
+			// the client reconnects for as long as tail runs.
+			nc, err := nats.Connect(url, nats.Name("voiceai events tail"), nats.MaxReconnects(-1),
+				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+					why := ""
+					if err != nil {
+						why = " (" + err.Error() + ")"
+					}
+					fmt.Fprintf(a.stderr, "lost the connection to NATS at %s%s; reconnecting\n", config.Redacted(url), why)
+				}),
+				nats.ReconnectHandler(func(*nats.Conn) {
+					fmt.Fprintf(a.stderr, "reconnected to NATS at %s\n", config.Redacted(url))
+				}))
 			if err != nil {
 				return fmt.Errorf("connect to NATS at %s (%s): %w; is the platform running? make run writes its NATS address to "+
 					"data/nats.url; elsewhere pass --nats-url or set VOICEAI_NATS_URL", config.Redacted(url), from, err)
