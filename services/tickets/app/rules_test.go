@@ -323,3 +323,32 @@ func TestAKeyedManualCreateRetriedAnswersItsTicketAsItIs(t *testing.T) {
 		t.Fatalf("the retry, its agent deleted, answered %s %q", again.TicketId, again.Title)
 	}
 }
+
+// "@me" names the caller, as the OpenAPI document says: in PATCH's
+// assignee_user_id and in the listing's assignee_user_id filter.
+func TestAtMeIsTheCaller(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	mine, theirs := f.manual(t, "agent_1", "mine"), f.manual(t, "agent_1", "theirs")
+	got, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, mine.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("@me")}})
+	if err != nil || got.GetAssigneeUserId() != "user_qa" {
+		t.Fatalf("PATCH assignee @me: %v %v", got.GetAssigneeUserId(), err)
+	}
+	if _, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, theirs.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_dev")}}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := f.app.List(ctx, "ws_a", app.ListParams{Assignee: "@me", Me: "user_qa"})
+	if err != nil || len(page.Tickets) != 1 || page.Tickets[0].Ticket.TicketId != mine.TicketId {
+		t.Fatalf("listing assignee @me: %+v %v", page.Tickets, err)
+	}
+	page, err = f.app.List(ctx, "ws_a", app.ListParams{Assignee: "@me", Me: "user_dev"})
+	if err != nil || len(page.Tickets) != 1 || page.Tickets[0].Ticket.TicketId != theirs.TicketId {
+		t.Fatalf("listing assignee @me as user_dev: %+v %v", page.Tickets, err)
+	}
+	// A caller who is no member cannot be assigned, by id or as @me.
+	_, err = f.app.Update(ctx, principal.Caller{Principal: f.admin}, mine.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("@me")}})
+	wantKind(t, err, apperr.Invalid, "assigning @me, not a member")
+	if page, err := f.app.List(ctx, "ws_a", app.ListParams{Assignee: "@me"}); err != nil || len(page.Tickets) != 0 {
+		t.Fatalf("@me without a caller's user id lists %d tickets, %v", len(page.Tickets), err)
+	}
+}
