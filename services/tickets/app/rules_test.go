@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
@@ -154,9 +155,16 @@ func TestReportsOnAConversationJoinItsActiveTicket(t *testing.T) {
 	if !existing || joined.TicketId != first.TicketId || joined.Priority != "urgent" || len(joined.TicketComments) != 1 {
 		t.Fatalf("second report did not join: existing=%v %+v", existing, joined)
 	}
+	// The join's event tells subscribers the priority changed.
+	if got := f.lastChangedFields(t, first.TicketId); !slices.Equal(got, []string{"priority"}) {
+		t.Fatalf("a join raising the priority records changed_fields %q", got)
+	}
 	lower, _ := f.raise(t, "conv_1", "minor", "low", "")
 	if lower.Priority != "urgent" {
 		t.Fatalf("a joining report lowered the priority to %s", lower.Priority)
+	}
+	if got := f.lastChangedFields(t, first.TicketId); len(got) != 0 {
+		t.Fatalf("a join changing nothing but comments records changed_fields %q", got)
 	}
 	// Once resolved, a new report opens a new ticket.
 	if _, err := f.setStatus(domain.StatusResolved)(t, first.TicketId); err != nil {
@@ -351,4 +359,21 @@ func TestAtMeIsTheCaller(t *testing.T) {
 	if page, err := f.app.List(ctx, "ws_a", app.ListParams{Assignee: "@me"}); err != nil || len(page.Tickets) != 0 {
 		t.Fatalf("@me without a caller's user id lists %d tickets, %v", len(page.Tickets), err)
 	}
+}
+
+// lastChangedFields are the changed_fields of the comment last recorded
+// on ticket id of ws_a.
+func (f *fixture) lastChangedFields(t *testing.T, id string) []string {
+	t.Helper()
+	recs := f.history(t, id)
+	last := recs[len(recs)-1]
+	ev, err := events.Decode(last.Type, last.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := ev.(*ticketsv1.TicketCommented)
+	if !ok {
+		t.Fatalf("the last event of %s is a %s, not a comment", id, last.Type)
+	}
+	return c.ChangedFields
 }
