@@ -163,6 +163,17 @@ func TestTicketLifecycle(t *testing.T) {
 	if len(page.Tickets) != 1 || page.Tickets[0].AgentqaTicketID != created.AgentqaTicketID {
 		t.Fatalf("assignee filter: %s", r.Body)
 	}
+	// "@me" is the caller (the admin key's sa_admin), in PATCH and in the filter.
+	call(t, s, "PATCH", path, adminKey, `{"assignee_user_id":null}`)
+	if r := call(t, s, "PATCH", path, adminKey, `{"assignee_user_id":"@me"}`); r.Code != 200 || decodeTicket(t, r).AssigneeUserID == nil || *decodeTicket(t, r).AssigneeUserID != "sa_admin" {
+		t.Fatalf("assign @me: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "GET", "/v1/convai/triage-tickets?assignee_user_id=@me", adminKey, "")
+	page = ticketPage{}
+	_ = json.Unmarshal(r.Body, &page)
+	if len(page.Tickets) != 1 || page.Tickets[0].AgentqaTicketID != created.AgentqaTicketID {
+		t.Fatalf("assignee filter @me: %s", r.Body)
+	}
 	if r := call(t, s, "PATCH", path, adminKey, `{"assignee_user_id":null}`); decodeTicket(t, r).AssigneeUserID != nil {
 		t.Fatalf("unassign: %s", r.Body)
 	}

@@ -179,3 +179,28 @@ func TestWebhooksHearOfTicketsConversationsRaise(t *testing.T) {
 		t.Fatalf("the escalation joined %s, not the conversation's ticket %s", joined.Data.Ticket.AgentqaTicketID, created.Data.Ticket.AgentqaTicketID)
 	}
 }
+
+// A report joining an open ticket that raises its priority reaches a
+// webhook as ticket_commented with changed_fields ["priority"], so a
+// subscriber following priority changes hears of it.
+func TestWebhooksHearOfAPriorityAJoiningReportRaises(t *testing.T) {
+	t.Parallel()
+	s, rcv := startWithTicketHook(t)
+	agent := agentWith(t, s)
+	report := func(priority string, want int) ticket {
+		t.Helper()
+		r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey,
+			fmt.Sprintf(`{"conversation_id":"conv_raise","agent_id":%q,"qa_comment":"Quoted the wrong price (%s).","priority":%q}`, agent, priority, priority))
+		if r.Code != want {
+			t.Fatalf("report at %s: %d %s", priority, r.Code, r.Body)
+		}
+		return decodeTicket(t, r)
+	}
+	created := report("high", 201)
+	report("urgent", 200)
+	onTicket := func(tk ticket) bool { return tk.AgentqaTicketID == created.AgentqaTicketID }
+	joined := rcv.awaitTicketEvent(t, "ticket_commented", onTicket)
+	if p := joined.Data.Ticket.Priority; p == nil || *p != "urgent" || !slices.Equal(joined.Data.ChangedFields, []string{"priority"}) {
+		t.Fatalf("the joining report's ticket_commented: priority %v, changed_fields %v", p, joined.Data.ChangedFields)
+	}
+}

@@ -122,11 +122,22 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 				next.TicketComments = append(next.TicketComments, &ticketsv1.Comment{Comment: *in.QAComment, CreatedAtUnixSecs: now.Unix(), OwnerUserId: author})
 			}
 			comments(next)
+			// The fields the report changed besides its comments, which
+			// subscribers are told (changed_fields), as an update's.
+			var changed []string
 			if in.Priority != nil && domain.PriorityRank(*in.Priority) > domain.PriorityRank(next.Priority) {
 				setPriority(next, *in.Priority, caller.UserID, now.Unix())
+				changed = append(changed, "priority")
 			}
+			firstSeen, lastSeen := next.GetFirstSeenUnixSecs(), next.GetLastSeenUnixSecs()
 			widenSeen(next, in.FirstSeenUnixSecs, in.LastSeenUnixSecs)
-			return &ticketsv1.TicketCommented{Meta: meta, Ticket: next}, nil
+			if next.GetFirstSeenUnixSecs() != firstSeen {
+				changed = append(changed, "first_seen_unix_secs")
+			}
+			if next.GetLastSeenUnixSecs() != lastSeen {
+				changed = append(changed, "last_seen_unix_secs")
+			}
+			return &ticketsv1.TicketCommented{Meta: meta, Ticket: next, ChangedFields: changed}, nil
 		})
 	}
 	open := func(id string) *ticketsv1.Ticket {

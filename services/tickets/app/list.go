@@ -16,7 +16,7 @@ import (
 type ListParams struct {
 	PageSize       int      `json:"page_size"` // 0: the default, 100
 	Status         string   `json:"status"`
-	Assignee       string   `json:"assignee_user_id"` // "unassigned": none
+	Assignee       string   `json:"assignee_user_id"` // "unassigned": none; "@me": the caller (Me)
 	AgentID        string   `json:"agent_id"`
 	ConversationID string   `json:"conversation_id"`
 	SortBy         string   `json:"sort_by"`       // "created_at" (default) or "priority"
@@ -28,7 +28,13 @@ type ListParams struct {
 	Cursor         string   `json:"cursor"`
 	Sources        []string `json:"sources"`
 	Priorities     []string `json:"priorities"`
+	// Me is the caller's user id, which "@me" names (set by the port,
+	// never read from the query).
+	Me string `json:"-"`
 }
+
+// Me is how a user id parameter or field names the caller.
+const Me = "@me"
 
 // Match says where a search matched.
 type Match struct {
@@ -58,6 +64,11 @@ type Page struct {
 // skips one), or by priority, most urgent first, then newest.
 func (a *App) List(ctx context.Context, workspaceID string, p ListParams) (Page, error) {
 	limit, byPriority := cmp.Or(p.PageSize, 100), p.SortBy == "priority"
+	if p.Assignee == Me {
+		// The caller's tickets; a caller with no user id has none (an
+		// id no ticket is assigned to, not "" which lists every one).
+		p.Assignee = cmp.Or(p.Me, Me)
+	}
 	scope := cursor.Scope("tickets", workspaceID, p.Status, p.Assignee, p.AgentID, p.ConversationID, p.SortBy, p.OwnerUserID,
 		p.IssueType, p.Label, p.MergedInto, p.Search, strings.Join(p.Sources, ","), strings.Join(p.Priorities, ","))
 	after, err := cursor.After[Position](a.Cursors, scope, p.Cursor)

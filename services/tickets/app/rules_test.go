@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
@@ -154,9 +155,16 @@ func TestReportsOnAConversationJoinItsActiveTicket(t *testing.T) {
 	if !existing || joined.TicketId != first.TicketId || joined.Priority != "urgent" || len(joined.TicketComments) != 1 {
 		t.Fatalf("second report did not join: existing=%v %+v", existing, joined)
 	}
+	// The join's event tells subscribers the priority changed.
+	if got := f.lastChangedFields(t, first.TicketId); !slices.Equal(got, []string{"priority"}) {
+		t.Fatalf("a join raising the priority records changed_fields %q", got)
+	}
 	lower, _ := f.raise(t, "conv_1", "minor", "low", "")
 	if lower.Priority != "urgent" {
 		t.Fatalf("a joining report lowered the priority to %s", lower.Priority)
+	}
+	if got := f.lastChangedFields(t, first.TicketId); len(got) != 0 {
+		t.Fatalf("a join changing nothing but comments records changed_fields %q", got)
 	}
 	// Once resolved, a new report opens a new ticket.
 	if _, err := f.setStatus(domain.StatusResolved)(t, first.TicketId); err != nil {
@@ -322,4 +330,50 @@ func TestAKeyedManualCreateRetriedAnswersItsTicketAsItIs(t *testing.T) {
 	if again := create("Another title"); again.TicketId != first.TicketId || again.Title != "Wrong price, twice" {
 		t.Fatalf("the retry, its agent deleted, answered %s %q", again.TicketId, again.Title)
 	}
+}
+
+// "@me" names the caller, as the OpenAPI document says: in PATCH's
+// assignee_user_id and in the listing's assignee_user_id filter.
+func TestAtMeIsTheCaller(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	mine, theirs := f.manual(t, "agent_1", "mine"), f.manual(t, "agent_1", "theirs")
+	got, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, mine.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("@me")}})
+	if err != nil || got.GetAssigneeUserId() != "user_qa" {
+		t.Fatalf("PATCH assignee @me: %v %v", got.GetAssigneeUserId(), err)
+	}
+	if _, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, theirs.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_dev")}}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := f.app.List(ctx, "ws_a", app.ListParams{Assignee: "@me", Me: "user_qa"})
+	if err != nil || len(page.Tickets) != 1 || page.Tickets[0].Ticket.TicketId != mine.TicketId {
+		t.Fatalf("listing assignee @me: %+v %v", page.Tickets, err)
+	}
+	page, err = f.app.List(ctx, "ws_a", app.ListParams{Assignee: "@me", Me: "user_dev"})
+	if err != nil || len(page.Tickets) != 1 || page.Tickets[0].Ticket.TicketId != theirs.TicketId {
+		t.Fatalf("listing assignee @me as user_dev: %+v %v", page.Tickets, err)
+	}
+	// A caller who is no member cannot be assigned, by id or as @me.
+	_, err = f.app.Update(ctx, principal.Caller{Principal: f.admin}, mine.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("@me")}})
+	wantKind(t, err, apperr.Invalid, "assigning @me, not a member")
+	if page, err := f.app.List(ctx, "ws_a", app.ListParams{Assignee: "@me"}); err != nil || len(page.Tickets) != 0 {
+		t.Fatalf("@me without a caller's user id lists %d tickets, %v", len(page.Tickets), err)
+	}
+}
+
+// lastChangedFields are the changed_fields of the comment last recorded
+// on ticket id of ws_a.
+func (f *fixture) lastChangedFields(t *testing.T, id string) []string {
+	t.Helper()
+	recs := f.history(t, id)
+	last := recs[len(recs)-1]
+	ev, err := events.Decode(last.Type, last.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := ev.(*ticketsv1.TicketCommented)
+	if !ok {
+		t.Fatalf("the last event of %s is a %s, not a comment", id, last.Type)
+	}
+	return c.ChangedFields
 }

@@ -49,6 +49,9 @@ type PatchInput struct {
 func (a *App) Update(ctx context.Context, caller principal.Caller, ticketID string, in PatchInput) (*ticketsv1.Ticket, error) {
 	commandID := caller.CommandID
 	var v apperr.Validator
+	if in.AssigneeUserID.Value != nil && *in.AssigneeUserID.Value == Me {
+		in.AssigneeUserID.Value = &caller.UserID // "@me": the caller, who must be a member too
+	}
 	if in.AssigneeUserID.Value != nil {
 		member, locked, err := a.isMember(ctx, caller.WorkspaceID, *in.AssigneeUserID.Value)
 		if err != nil {

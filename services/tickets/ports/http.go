@@ -42,6 +42,7 @@ func (h *Handlers) list(c *api.Call, agentID string) (any, error) {
 	if agentID != "" {
 		params.AgentID = agentID
 	}
+	params.Me = c.Caller().UserID // what "@me" names
 	page, err := h.App.List(c.Context(), c.Caller().WorkspaceID, params)
 	if err != nil {
 		return nil, err

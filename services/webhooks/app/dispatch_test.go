@@ -295,6 +295,10 @@ func TestTicketEventsArePublicAsTheTicketsServiceSays(t *testing.T) {
 		{events.TypeTicketCreated, &ticketsv1.TicketCreated{Meta: meta, Ticket: tk}, "ticket_created", map[string]any{}},
 		{events.TypeTicketUpdated, &ticketsv1.TicketUpdated{Meta: meta, Ticket: tk, ChangedFields: []string{"title"}}, "ticket_updated",
 			map[string]any{"changed_fields": []any{"title"}}},
+		{events.TypeTicketCommented, &ticketsv1.TicketCommented{Meta: meta, Ticket: tk}, "ticket_commented", map[string]any{}},
+		// A report joining the ticket that raised its priority says so.
+		{events.TypeTicketCommented, &ticketsv1.TicketCommented{Meta: meta, Ticket: tk, ChangedFields: []string{"priority"}}, "ticket_commented",
+			map[string]any{"changed_fields": []any{"priority"}}},
 		{events.TypeTestFailureRecorded, &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: tk, InvocationIds: []string{"inv_2"}, RunIds: []string{"run_3"},
 			Public: &ticketsv1.PublicChange{Event: "ticket_commented"}}, "ticket_commented", map[string]any{}},
 		{events.TypeTestFailureRecorded, &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: tk, RunIds: []string{"run_4"},

@@ -54,9 +54,12 @@ func ParseIngest(in IngestInput, now time.Time) (wire.Envelope, error) {
 	return env, nil
 }
 
-// SampleData is the data of a test delivery of event: every spec 6.2
-// field with a plausible value, or a small marker object for events whose
-// payload the spec does not show.
+// SampleData is the data of a test delivery of event: valid against the
+// event's data schema in the catalog (TestEverySampleMatchesItsCatalogSchema),
+// with every spec 6.2 field for the events that define them, a sample
+// ticket for the ticket_* events and a sample invocation for the
+// invocation outcomes; a small marker object for events whose payload the
+// spec does not show.
 func SampleData(event string) json.RawMessage {
 	switch event {
 	case "call_started":
@@ -69,9 +72,59 @@ func SampleData(event string) json.RawMessage {
 		return json.RawMessage(`{"call_id":"call_test","conversation_id":"conv_test","escalation_reason":"customer request","escalation_trigger":"keyword","agent_id":"agent_test","target_queue":"tier2","context_summary":"Billing dispute.","conversation_history":"Available via the API"}`)
 	case "conversation_started":
 		return json.RawMessage(`{"conversation_id":"conv_test","agent_id":"agent_test","test":true}`)
-	case "test_invocation_completed", "test_invocation_cancelled":
+	case "test_invocation_completed":
 		return json.RawMessage(`{"invocation_id":"inv_test","agent_id":"agent_test","agent_name":"Support","branch_id":"","folder_id":"","title":"Nightly","status":"completed","repeat_count":1,"test_run_count":3,"passed_count":2,"failed_count":1,"ran_by_user_email":"ci@example.com","created_at_unix_secs":1767322000,"completed_at_unix_secs":1767322060,"cancelled_at_unix_secs":null,"test":true}`)
-	default:
-		return json.RawMessage(`{"test":true}`)
+	case "test_invocation_cancelled":
+		return json.RawMessage(`{"invocation_id":"inv_test","agent_id":"agent_test","agent_name":"Support","branch_id":"","folder_id":"","title":"Nightly","status":"cancelled","repeat_count":1,"test_run_count":3,"passed_count":1,"failed_count":0,"ran_by_user_email":"ci@example.com","created_at_unix_secs":1767322000,"completed_at_unix_secs":null,"cancelled_at_unix_secs":1767322030,"test":true}`)
 	}
+	if IsTicketEvent(event) {
+		return sampleTicketData(event)
+	}
+	return json.RawMessage(`{"test":true}`)
+}
+
+// sampleTicketData is a ticket_* event's sample data: a ticket in the
+// shape the API answers it, after the change the event says, and what the
+// event adds beside it.
+func sampleTicketData(event string) json.RawMessage {
+	const at, ws, by = int64(1767322000), "ws_test", "user_test"
+	str := func(s string) *string { return &s }
+	first, last := at-600, at-540
+	t := wire.Ticket{
+		AgentqaTicketID: "tkt_test", WorkspaceID: ws, OwnerUserID: by, AgentID: "agent_test", NeedsClustering: true,
+		Title: "Quoted the wrong refund window", Labels: []string{"billing"}, ConversationIDs: []string{"conv_test"},
+		FirstSeenUnixSecs: &first, LastSeenUnixSecs: &last, QAComment: str("The agent said 60 days; the policy is 30."),
+		TicketComments: []wire.Comment{}, TurnComments: []wire.TurnComment{{TurnIndex: 3, Comment: "Wrong policy quoted", CreatedAtUnixSecs: at, OwnerUserID: str(by)}},
+		Status: "open", Priority: str("high"),
+		PriorityChanges: []wire.Priority{{Priority: str("high"), ChangedByUserID: by, ChangedAtUnixSecs: at}},
+		StatusChanges:   []wire.Status{{Status: "open", ChangedByUserID: str(by), ChangedAtUnixSecs: at}},
+		Source:          "qa", CreatedAtUnixSecs: at, UpdatedAtUnixSecs: at,
+	}
+	data := map[string]any{}
+	later := at + 60
+	switch event {
+	case "ticket_updated":
+		t.Priority, t.UpdatedAtUnixSecs = str("urgent"), later
+		t.PriorityChanges = append(t.PriorityChanges, wire.Priority{Priority: str("urgent"), ChangedByUserID: by, ChangedAtUnixSecs: later})
+		data["changed_fields"] = []string{"priority"}
+	case "ticket_status_changed":
+		t.Status, t.UpdatedAtUnixSecs = "in_progress", later
+		t.StatusChanges = append(t.StatusChanges, wire.Status{Status: "in_progress", ChangedByUserID: str(by), ChangedAtUnixSecs: later})
+		data["previous_status"] = "open"
+	case "ticket_commented":
+		t.UpdatedAtUnixSecs = later
+		t.TicketComments = append(t.TicketComments, wire.Comment{Comment: "Seen again today.", CreatedAtUnixSecs: later, OwnerUserID: str(by)})
+	case "ticket_merged":
+		t.UpdatedAtUnixSecs = later
+		t.ConversationIDs = append(t.ConversationIDs, "conv_test_2")
+		data["target_ticket_id"], data["source_ticket_ids"] = t.AgentqaTicketID, []string{"tkt_test_2"}
+	case "ticket_deleted":
+		t.DeletedAtUnixSecs = &later
+	}
+	data["ticket"] = t
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(err) // plain values
+	}
+	return b
 }

@@ -423,3 +423,34 @@ func FuzzIngestBody(f *testing.F) {
 		}
 	})
 }
+
+// A test delivery's data is what the event catalog (GET
+// /v1/voiceai/webhooks/events, the OpenAPI webhooks section) says that
+// event's data is: every event with a data schema has a sample valid
+// against it, so a receiver written against the catalog decodes a test
+// delivery as it would a real one, and a new event cannot be added
+// without a sample that matches.
+func TestEverySampleMatchesItsCatalogSchema(t *testing.T) {
+	for _, e := range domain.Catalog {
+		sample := domain.SampleData(e.Name)
+		if !json.Valid(sample) || sample[0] != '{' {
+			t.Errorf("%s: the sample data is not a JSON object: %s", e.Name, sample)
+			continue
+		}
+		if e.DataSchema == "" {
+			continue // free-form
+		}
+		if err := api.CheckJSON(e.DataSchema, sample); err != nil {
+			t.Errorf("%s: the sample data does not match %s: %v\n%s", e.Name, e.DataSchema, err, sample)
+		}
+	}
+	// A cancelled invocation's sample is a cancelled invocation.
+	var inv struct {
+		Status      string `json:"status"`
+		CompletedAt *int64 `json:"completed_at_unix_secs"`
+		CancelledAt *int64 `json:"cancelled_at_unix_secs"`
+	}
+	if err := json.Unmarshal(domain.SampleData("test_invocation_cancelled"), &inv); err != nil || inv.Status != "cancelled" || inv.CompletedAt != nil || inv.CancelledAt == nil {
+		t.Errorf("test_invocation_cancelled sample: %+v %v", inv, err)
+	}
+}

@@ -200,9 +200,15 @@ func (x *TicketStatusChanged) GetPreviousStatus() string {
 
 // Type "tickets.ticket_commented": a ticket comment or a turn comment.
 type TicketCommented struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
-	Ticket        *Ticket                `protobuf:"bytes,2,opt,name=ticket,proto3" json:"ticket,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Meta   *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Ticket *Ticket                `protobuf:"bytes,2,opt,name=ticket,proto3" json:"ticket,omitempty"`
+	// The ticket's fields the comment's report changed besides adding the
+	// comment, as TicketUpdated's changed_fields: a report joining an open
+	// ticket may raise its priority ("priority") and widen when its
+	// conversations were seen ("first_seen_unix_secs",
+	// "last_seen_unix_secs"). Empty for a comment alone.
+	ChangedFields []string `protobuf:"bytes,3,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -247,6 +253,13 @@ func (x *TicketCommented) GetMeta() *v1.EventMeta {
 func (x *TicketCommented) GetTicket() *Ticket {
 	if x != nil {
 		return x.Ticket
+	}
+	return nil
+}
+
+func (x *TicketCommented) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
 	}
 	return nil
 }
@@ -957,10 +970,11 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x13TicketStatusChanged\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12'\n" +
-	"\x0fprevious_status\x18\x03 \x01(\tR\x0epreviousStatus\"w\n" +
+	"\x0fprevious_status\x18\x03 \x01(\tR\x0epreviousStatus\"\x9e\x01\n" +
 	"\x0fTicketCommented\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
-	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\"\xca\x01\n" +
+	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12%\n" +
+	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"\xca\x01\n" +
 	"\fTicketMerged\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12(\n" +
