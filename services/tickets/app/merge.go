@@ -49,6 +49,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 		}
 		evs := make([]proto.Message, len(next))
 		top := t.Priority
+		before := proto.Clone(t).(*ticketsv1.Ticket)
 		for i, s := range sources {
 			if s.AgentId != t.AgentId {
 				return nil, apperr.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
@@ -70,7 +71,27 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 		if top != t.Priority {
 			setPriority(t, top, caller.UserID, now)
 		}
-		evs[0] = &ticketsv1.TicketMerged{Meta: metas[0], Ticket: t, TargetTicketId: targetID, SourceTicketIds: sourceIDs}
+		evs[0] = &ticketsv1.TicketMerged{Meta: metas[0], Ticket: t, TargetTicketId: targetID, SourceTicketIds: sourceIDs,
+			ChangedFields: absorbed(before, t)}
 		return evs, nil
 	})
+}
+
+// absorbed names the fields of a merge's target that taking its sources
+// in changed (a merge's changed_fields, as an update's).
+func absorbed(before, after *ticketsv1.Ticket) []string {
+	var changed []string
+	if len(after.ConversationIds) != len(before.ConversationIds) {
+		changed = append(changed, "conversation_ids")
+	}
+	if after.Priority != before.Priority {
+		changed = append(changed, "priority")
+	}
+	if after.GetFirstSeenUnixSecs() != before.GetFirstSeenUnixSecs() {
+		changed = append(changed, "first_seen_unix_secs")
+	}
+	if after.GetLastSeenUnixSecs() != before.GetLastSeenUnixSecs() {
+		changed = append(changed, "last_seen_unix_secs")
+	}
+	return changed
 }

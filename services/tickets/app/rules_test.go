@@ -249,6 +249,10 @@ func TestMerge(t *testing.T) {
 	if !slices.Equal(merged.ConversationIds, []string{"conv_1", "conv_2"}) || merged.Priority != "urgent" {
 		t.Fatalf("merged target: %v %s", merged.ConversationIds, merged.Priority)
 	}
+	// The target's event tells subscribers what taking the sources in changed.
+	if got := f.lastChangedFields(t, target.TicketId); !slices.Contains(got, "conversation_ids") || !slices.Contains(got, "priority") {
+		t.Fatalf("the merge target's changed_fields %q; want conversation_ids and priority", got)
+	}
 	for _, id := range []string{src1.TicketId, src2.TicketId} {
 		s, _, err := f.app.Get(ctx, "ws_a", id)
 		if err != nil || s.Status != domain.StatusMerged || s.GetMergedIntoTicketId() != target.TicketId {
@@ -361,8 +365,8 @@ func TestAtMeIsTheCaller(t *testing.T) {
 	}
 }
 
-// lastChangedFields are the changed_fields of the comment last recorded
-// on ticket id of ws_a.
+// lastChangedFields are the changed_fields of the comment or merge last
+// recorded on ticket id of ws_a.
 func (f *fixture) lastChangedFields(t *testing.T, id string) []string {
 	t.Helper()
 	recs := f.history(t, id)
@@ -371,9 +375,9 @@ func (f *fixture) lastChangedFields(t *testing.T, id string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := ev.(*ticketsv1.TicketCommented)
+	c, ok := ev.(interface{ GetChangedFields() []string })
 	if !ok {
-		t.Fatalf("the last event of %s is a %s, not a comment", id, last.Type)
+		t.Fatalf("the last event of %s is a %s, which names no changed fields", id, last.Type)
 	}
-	return c.ChangedFields
+	return c.GetChangedFields()
 }

@@ -272,8 +272,15 @@ type TicketMerged struct {
 	Ticket          *Ticket                `protobuf:"bytes,2,opt,name=ticket,proto3" json:"ticket,omitempty"`
 	TargetTicketId  string                 `protobuf:"bytes,3,opt,name=target_ticket_id,json=targetTicketId,proto3" json:"target_ticket_id,omitempty"`
 	SourceTicketIds []string               `protobuf:"bytes,4,rep,name=source_ticket_ids,json=sourceTicketIds,proto3" json:"source_ticket_ids,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// On the target, the fields the merge changed besides taking the
+	// sources in, as TicketUpdated's changed_fields: "conversation_ids"
+	// (the sources' conversations added), "priority" (raised to the
+	// highest), "first_seen_unix_secs", "last_seen_unix_secs" (widened).
+	// Empty on a source, whose status and merged_into_ticket_id the merge
+	// always changes.
+	ChangedFields []string `protobuf:"bytes,5,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TicketMerged) Reset() {
@@ -330,6 +337,13 @@ func (x *TicketMerged) GetTargetTicketId() string {
 func (x *TicketMerged) GetSourceTicketIds() []string {
 	if x != nil {
 		return x.SourceTicketIds
+	}
+	return nil
+}
+
+func (x *TicketMerged) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
 	}
 	return nil
 }
@@ -974,12 +988,13 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x0fTicketCommented\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12%\n" +
-	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"\xca\x01\n" +
+	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"\xf1\x01\n" +
 	"\fTicketMerged\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12(\n" +
 	"\x10target_ticket_id\x18\x03 \x01(\tR\x0etargetTicketId\x12*\n" +
-	"\x11source_ticket_ids\x18\x04 \x03(\tR\x0fsourceTicketIds\"u\n" +
+	"\x11source_ticket_ids\x18\x04 \x03(\tR\x0fsourceTicketIds\x12%\n" +
+	"\x0echanged_fields\x18\x05 \x03(\tR\rchangedFields\"u\n" +
 	"\rTicketDeleted\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\"t\n" +
