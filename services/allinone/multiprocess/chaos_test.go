@@ -1016,6 +1016,10 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 				procs = append(procs, c.start(kind, "VOICEAI_STREAM_REPLICAS=3", "VOICEAI_METRICS_ADDR=127.0.0.1:0"))
 			}
 			var gw string
+			// Each kind's readiness, and what its /readyz last said
+			// before it: a round far slower than the others names the
+			// process and the check that held it.
+			var waits []string
 			for i, p := range procs {
 				if kinds[i] == "gateway" {
 					select {
@@ -1029,7 +1033,18 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 				}
 				select {
 				case addr := <-p.metrics:
-					eventually(t, within, kinds[i]+" is ready", func() bool { return status("http://"+addr+"/readyz") == http.StatusOK })
+					began, said := time.Now(), ""
+					eventually(t, within, kinds[i]+" is ready", func() bool {
+						code, body := readyz("http://" + addr + "/readyz")
+						if code != http.StatusOK {
+							said = body
+						}
+						return code == http.StatusOK
+					})
+					if waited := time.Since(began); waited > 5*time.Second {
+						waits = append(waits, fmt.Sprintf("%s waited %s, its /readyz last said %s; its log ends:\n%s",
+							kinds[i], waited.Round(time.Millisecond), said, lastLines(p.Logs(), 25)))
+					}
 				case <-p.Done():
 					fatalf(t, "%s exited at start", kinds[i])
 				case <-time.After(within):
@@ -1048,8 +1063,17 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 				note = fmt.Sprintf("created after %d attempts in %s (the first answered %d)", attempts, took.Round(time.Millisecond), first.code)
 			}
 			t.Logf("round %d: %d processes ready %s after starting together; an agent %s", round+1, len(procs), ready.Round(time.Millisecond), note)
+			for _, w := range waits {
+				t.Logf("round %d: %s", round+1, w)
+			}
 		})
 	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // firstWrite posts body to url with one Idempotency-Key until it is

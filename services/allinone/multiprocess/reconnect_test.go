@@ -271,6 +271,18 @@ func status(url string) int {
 	return resp.StatusCode
 }
 
+// readyz is a readiness endpoint's status and body (0 and the error when
+// it did not answer).
+func readyz(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+	return resp.StatusCode, strings.TrimSpace(string(body))
+}
+
 var connectionEvent = regexp.MustCompile(`voiceai_nats_connection_events_total\{event="([a-z]+)"\} (\d+)`)
 
 // connectionEvents reads one count of voiceai_nats_connection_events_total
