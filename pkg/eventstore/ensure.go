@@ -21,9 +21,9 @@ import (
 // A stream that cannot answer yet (a new replicated stream before its
 // first leader, a cluster between leaders) is asked again until ctx ends,
 // so processes started together on a fresh cluster wait for their
-// streams instead of exiting (see untilAvailable).
+// streams instead of exiting (see UntilAvailable).
 func EnsureConfig(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
-	return untilAvailable(ctx, "stream "+want.Name, func(ctx context.Context) (jetstream.Stream, error) {
+	return UntilAvailable(ctx, "stream "+want.Name, func(ctx context.Context) (jetstream.Stream, error) {
 		return ensureOnce(ctx, js, want)
 	})
 }
@@ -37,7 +37,7 @@ func EnsureConfig(ctx context.Context, js jetstream.JetStream, want jetstream.St
 // its old floor (package consume), so an update it refuses for a durable
 // that starts elsewhere is sent again keeping that start.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
-	return untilAvailable(ctx, "consumer "+cfg.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
+	return UntilAvailable(ctx, "consumer "+cfg.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
 		c, err := js.CreateOrUpdateConsumer(ctx, stream, cfg)
 		var refused *jetstream.APIError
 		if !errors.As(err, &refused) {
@@ -62,7 +62,7 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 // updated it at every start, and an update races in the server with
 // consumers (watchers) being created.
 func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	return untilAvailable(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+	return UntilAvailable(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		kv, err := js.KeyValue(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			kv, err = js.CreateKeyValue(ctx, cfg)
@@ -90,7 +90,7 @@ func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.K
 // asked does not know the new stream yet: on a fresh replicated cluster,
 // a lookup right after another process made it may find no bucket.
 func OpenKeyValue(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
-	return untilAvailable(ctx, "bucket "+bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+	return UntilAvailable(ctx, "bucket "+bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		kv, err := js.KeyValue(ctx, bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			return nil, unavailable{err}
@@ -99,13 +99,13 @@ func OpenKeyValue(ctx context.Context, js jetstream.JetStream, bucket string) (j
 	})
 }
 
-// untilAvailable calls op until it succeeds, fails for a reason a retry
+// UntilAvailable calls op until it succeeds, fails for a reason a retry
 // cannot cure, or ctx ends, backing off between attempts. An attempt
 // waits 1 s for its answer at first (a stream or consumer without a
 // leader sends none, and the client's 5 s default made every process of a
 // fresh cluster ready 5 or 10 s late), then twice as long each time, up to
 // 8 s, so a slow but answering cluster is still waited for.
-func untilAvailable[T any](ctx context.Context, what string, op func(context.Context) (T, error)) (T, error) {
+func UntilAvailable[T any](ctx context.Context, what string, op func(context.Context) (T, error)) (T, error) {
 	attempt := time.Second
 	return eventlog.RetryWhileUnavailable(ctx, func() (T, error) {
 		actx, cancel := context.WithTimeout(ctx, attempt)

@@ -132,14 +132,14 @@ type following struct {
 func (fl *following) consume(ctx context.Context, str jetstream.Stream, cfg jetstream.OrderedConsumerConfig, first bool) (jetstream.ConsumeContext, error) {
 	// The stream may lose its leader between answering and these requests
 	// (a process started as a partition heals): ask again, not exit.
-	cons, err := untilAvailable(ctx, "follower of "+fl.stream, func(ctx context.Context) (jetstream.Consumer, error) {
+	cons, err := UntilAvailable(ctx, "follower of "+fl.stream, func(ctx context.Context) (jetstream.Consumer, error) {
 		return str.OrderedConsumer(ctx, cfg)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("follow %s: %w", fl.stream, err)
 	}
 	if first {
-		info, err := untilAvailable(ctx, "follower of "+fl.stream, cons.Info)
+		info, err := UntilAvailable(ctx, "follower of "+fl.stream, cons.Info)
 		if err != nil {
 			return nil, fmt.Errorf("follow %s: %w", fl.stream, err)
 		}

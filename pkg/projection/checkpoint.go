@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -461,22 +460,11 @@ func (k *keeper) indexSpecs(ctx context.Context) ([]bson.Raw, error) {
 func (k *keeper) floor(ctx context.Context) (uint64, error) {
 	// On a fresh cluster a request about a stream still electing its
 	// leader (the floors bucket another process has just made) goes
-	// unanswered: it is dropped, not refused, and held a service's start
-	// for the whole look (30 s). Asked again after a short wait, it is
-	// answered once the election is over.
-	for {
-		actx, cancel := context.WithTimeout(ctx, askTimeout)
-		floor, err := k.floorOnce(actx)
-		cancel()
-		if ctx.Err() != nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) {
-			return floor, err
-		}
-	}
+	// unanswered, and held a service's start for the whole look (30 s):
+	// asked again with a short deadline, it is answered once the election
+	// is over.
+	return eventstore.UntilAvailable(ctx, "the floor of "+k.c.Durable, k.floorOnce)
 }
-
-// askTimeout bounds one JetStream request of a look, asked again while
-// the look lasts.
-const askTimeout = 2 * time.Second
 
 func (k *keeper) floorOnce(ctx context.Context) (uint64, error) {
 	cons, err := k.js.Consumer(ctx, k.c.Stream, k.c.Durable)
