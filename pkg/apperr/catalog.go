@@ -266,6 +266,9 @@ var (
 	NotTicketOwner      = ForbiddenError("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
 	// TicketMergedOnlyByMerge refuses a PATCH to status merged.
 	TicketMergedOnlyByMerge = ConflictError("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
+	// TicketMergedIsFinal refuses a change or a comment on a merged ticket:
+	// its work goes on on the ticket it was merged into.
+	TicketMergedIsFinal = ConflictError("ticket_already_merged", "The ticket was merged into another (its merged_into_ticket_id) and takes no more changes or comments; change that ticket instead.")
 	// ConversationTagNotFound answers an unknown (or deleted, or another
 	// workspace's) conversation tag, wherever one is named.
 	ConversationTagNotFound = NotFoundError("conversation_tag_not_found", "No conversation tag with that id exists in this workspace.")
@@ -330,7 +333,7 @@ var Catalog = []*Error{
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists, MemberNotFound,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, ConversationNotAnalysed, LoadTestNotFound,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), WorkspaceLimitReached("<what>", 0, "<remedy>"), InvocationExpired("<retention>"),
-	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
+	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge, TicketMergedIsFinal,
 	ConversationTagNotFound,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
 	WebhookNotFound, DeliveryNotFound, WorkspaceNotFound, WebhookInactive, NotARelayWebhook,

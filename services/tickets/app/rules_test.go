@@ -269,6 +269,19 @@ func TestMerge(t *testing.T) {
 	wantKind(t, err, apperr.Conflict, "merging a merged ticket")
 	_, err = f.setStatus(domain.StatusOpen)(t, src1.TicketId)
 	wantKind(t, err, apperr.Conflict, "reopening a merged ticket")
+	// Its work goes on on the target: no field changes, no comments.
+	qa := principal.Caller{Principal: f.qa}
+	_, err = f.app.Update(ctx, qa, src1.TicketId, app.PatchInput{Priority: app.Nullable{Set: true, Value: ptr("low")}})
+	wantKind(t, err, apperr.Conflict, "a merged ticket's priority")
+	_, err = f.app.Update(ctx, qa, src1.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_dev")}})
+	wantKind(t, err, apperr.Conflict, "assigning a merged ticket")
+	_, err = f.app.AddComment(ctx, qa, src1.TicketId, app.CommentInput{Comment: "late note"})
+	wantKind(t, err, apperr.Conflict, "commenting on a merged ticket")
+	_, err = f.app.AddTurnComment(ctx, qa, src1.TicketId, app.TurnCommentInput{TurnIndex: ptr(0), Comment: "late note"})
+	wantKind(t, err, apperr.Conflict, "commenting on a merged ticket's turn")
+	if s, err := f.app.Update(ctx, qa, src1.TicketId, app.PatchInput{Status: ptr(domain.StatusMerged)}); err != nil || s.Status != domain.StatusMerged {
+		t.Fatalf("a PATCH that changes nothing on a merged ticket: %v %v", s.GetStatus(), err)
+	}
 	// A resolved ticket may absorb; a merged one may not.
 	if _, err := f.setStatus(domain.StatusResolved)(t, target.TicketId); err != nil {
 		t.Fatal(err)

@@ -97,6 +97,9 @@ func (a *App) Update(ctx context.Context, caller principal.Caller, ticketID stri
 		if in.NeedsClustering != nil && *in.NeedsClustering != t.NeedsClustering {
 			t.NeedsClustering, changed = *in.NeedsClustering, append(changed, "needs_clustering")
 		}
+		if t.Status == domain.StatusMerged && len(changed) > 0 {
+			return nil, apperr.TicketMergedIsFinal
+		}
 		previous := t.Status
 		if in.Status != nil && *in.Status != t.Status {
 			if *in.Status == domain.StatusMerged {
@@ -128,6 +131,9 @@ func equalPtr(a, b *string) bool {
 func (a *App) AddComment(ctx context.Context, caller principal.Caller, ticketID string, in CommentInput) (*ticketsv1.Ticket, error) {
 	commandID := caller.CommandID
 	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		if t.Status == domain.StatusMerged {
+			return nil, apperr.TicketMergedIsFinal
+		}
 		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: in.Comment, CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
 	})
@@ -141,6 +147,9 @@ func (a *App) AddTurnComment(ctx context.Context, caller principal.Caller, ticke
 		return nil, apperr.ValidationErrors{{Loc: []any{"body", "turn_index"}, Msg: "Field required", Type: "missing"}}
 	}
 	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		if t.Status == domain.StatusMerged {
+			return nil, apperr.TicketMergedIsFinal
+		}
 		t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: turns[0].TurnIndex, Comment: turns[0].Comment, CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
 	})
