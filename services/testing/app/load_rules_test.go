@@ -104,6 +104,12 @@ func TestALoadTestRunsItsStepsInTurnAndNamesTheStepThatBrokeTheBudget(t *testing
 			r.GetTurns() != int64(r.GetCallers()) || r.GetOverheadP95Us() != 250 {
 			t.Fatalf("step %d: %v", step, r)
 		}
+		if step == 0 { // listed while it runs: the steps done count at once
+			listed, _, _, err := w.a.ListInvocations(ctx, app.InvocationFilter{WorkspaceID: "ws", Limit: 10})
+			if err != nil || len(listed) != 1 || listed[0].Runs != 3 || listed[0].Passed != 1 || listed[0].Pending != 2 {
+				t.Fatalf("listed after the first step: %+v %v", listed, err)
+			}
+		}
 		w.enqueueLast(id) // the next step's jobs (none after the last)
 	}
 	got := w.get(id)
@@ -117,14 +123,14 @@ func TestALoadTestRunsItsStepsInTurnAndNamesTheStepThatBrokeTheBudget(t *testing
 	if _, err := w.a.LoadTest(ctx, "ws", id); err != nil {
 		t.Fatal(err)
 	}
-	// Listed, its passed and failed counts are its steps', as its
-	// completion says; its reliability is of runs, and it has none.
+	// Listed, its counts are its steps, as its completion says; its
+	// reliability is of runs, and it has none.
 	listed, _, _, err := w.a.ListInvocations(ctx, app.InvocationFilter{WorkspaceID: "ws", Limit: 10})
 	if err != nil || len(listed) != 1 {
 		t.Fatalf("listed %v %v", listed, err)
 	}
-	if l := listed[0]; l.Passed != 2 || l.Failed != 1 || l.Reliability.Runs != 0 || l.Reliability.Passed != 0 {
-		t.Fatalf("the load test listed as %d met, %d broke, reliability %+v", l.Passed, l.Failed, l.Reliability)
+	if l := listed[0]; l.Runs != 3 || l.Passed != 2 || l.Failed != 1 || l.Pending != 0 || l.Cancelled != 0 || l.Reliability.Runs != 0 || l.Reliability.Passed != 0 {
+		t.Fatalf("the load test listed as %d steps, %d met, %d broke, %d pending, %d cancelled, reliability %+v", l.Runs, l.Passed, l.Failed, l.Pending, l.Cancelled, l.Reliability)
 	}
 	plain := w.run(1)
 	if _, err := w.a.LoadTest(ctx, "ws", plain.GetInvocationId()); err != apperr.LoadTestNotFound {
@@ -261,6 +267,15 @@ func TestACancelledLoadTestsRunningStepReportsTheCallsItMade(t *testing.T) {
 	w.enqueueLast(id) // the step's figures queue no next step
 	if waiting, _ := w.p.Jobs.Waiting(ctx, filter); waiting {
 		t.Fatal("jobs queued after the cancel")
+	}
+	// Listed, the stopped step and the one after it are cancelled: the
+	// stopped step's figures neither met nor broke the budget.
+	listed, _, _, err := w.a.ListInvocations(ctx, app.InvocationFilter{WorkspaceID: "ws", Limit: 10})
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("listed %v %v", listed, err)
+	}
+	if l := listed[0]; l.Runs != 2 || l.Passed != 0 || l.Failed != 0 || l.Pending != 0 || l.Cancelled != 2 {
+		t.Fatalf("the cancelled load test listed as %d steps, %d met, %d broke, %d pending, %d cancelled", l.Runs, l.Passed, l.Failed, l.Pending, l.Cancelled)
 	}
 }
 

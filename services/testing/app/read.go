@@ -226,6 +226,10 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 		passed, failed := d.PassedCount, d.FailedCount
 		pending := int64(-1) // the runs not yet done, when not all the rest
 		switch {
+		case d.Load:
+			// Its steps, counted as they finish; none is a run of a test.
+			out = append(out, loadProgress(d))
+			continue
 		case d.Status == domain.InvocationCompleted:
 			pending = 0 // a run without a result was cancelled before it had a result
 		case d.Attempt <= 1:
@@ -261,14 +265,8 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 		if d.Status == domain.InvocationCancelled {
 			cancelled, pending = unrun, 0
 		}
-		// A load test's passed and failed are its steps (met and broke its
-		// budget): its reliability, of runs, has none.
-		relPassed, relRuns := passed, passed+failed
-		if runs == 0 {
-			relPassed, relRuns = 0, 0
-		}
 		out = append(out, InvocationProgress{InvocationSummary: d, Passed: passed, Failed: failed, Pending: pending,
-			Cancelled: cancelled, Reliability: domain.NewReliability(relPassed, relRuns, 1)})
+			Cancelled: cancelled, Reliability: domain.NewReliability(passed, passed+failed, 1)})
 	}
 	var last *InvocationPosition
 	if len(page) > 0 {
@@ -276,6 +274,20 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 		last = &at
 	}
 	return out, last, more, nil
+}
+
+// loadProgress is a load test as listed: its steps met and broke the
+// budget, the steps to come pending (cancelled when it was), and no
+// reliability, which is of runs.
+func loadProgress(d InvocationSummary) InvocationProgress {
+	p := InvocationProgress{InvocationSummary: d, Passed: d.PassedCount, Failed: d.FailedCount, Reliability: domain.NewReliability(0, 0, 1)}
+	unrun := max(d.Runs-d.PassedCount-d.FailedCount, 0)
+	if d.Status == domain.InvocationRunning {
+		p.Pending = unrun
+	} else {
+		p.Cancelled = unrun
+	}
+	return p
 }
 
 // firstRound is the outcome of an invocation's first round as its

@@ -89,6 +89,10 @@ type InvocationSummary struct {
 	// The newest attempt (1, then one per resubmission) and its runs.
 	Attempt     int32 `bson:"attempt"`
 	AttemptRuns int64 `bson:"attempt_runs"`
+	// Load marks a load test: it has no runs, and its counts are its
+	// steps' (Runs its steps, passed and failed those that met and broke
+	// its budget so far).
+	Load bool `bson:"load,omitempty"`
 }
 
 // EntryPosition is where a page of entries ends: listings continue after
@@ -239,6 +243,9 @@ func FolderEntry(f *testingv1.Folder) Entry {
 
 // SummaryOf maps invocation state to its listed form.
 func SummaryOf(inv *testingv1.Invocation) InvocationSummary {
+	if inv.GetLoad() != nil {
+		return loadSummaryOf(inv)
+	}
 	runs := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
 	attempt, attemptRuns := int32(1), runs
 	if rs := inv.GetResubmissions(); len(rs) > 0 {
@@ -256,6 +263,28 @@ func SummaryOf(inv *testingv1.Invocation) InvocationSummary {
 		AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(), Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(), CreatedAtUnixNanos: inv.GetCreatedAtUnixNanos(),
 		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(), Runs: runs, Status: inv.GetStatus(),
 		FolderID: inv.GetFolderId(), PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(), TestIDs: testIDs}
+}
+
+// loadSummaryOf is a load test as listed: its steps are its counts.
+func loadSummaryOf(inv *testingv1.Invocation) InvocationSummary {
+	s := InvocationSummary{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(),
+		Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(), CreatedAtUnixNanos: inv.GetCreatedAtUnixNanos(), RepeatCount: inv.GetRepeatCount(),
+		Runs: int64(len(inv.GetLoad().GetSteps())), Status: inv.GetStatus(), FolderID: inv.GetFolderId(), Attempt: 1, Load: true}
+	if t := inv.GetLoad().GetTest(); t != nil {
+		s.TestIDs = []string{t.GetTestId()}
+	}
+	results := inv.GetLoad().GetResults()
+	// A cancel's stopped step keeps figures at the current step: it neither
+	// met nor broke the budget.
+	for _, r := range results[:min(len(results), int(inv.GetLoad().GetCurrentStep()))] {
+		if r.GetMetBudget() {
+			s.PassedCount++
+		} else {
+			s.FailedCount++
+		}
+	}
+	s.AttemptRuns = s.Runs
+	return s
 }
 
 // StateOf extracts the aggregate state carried by a TESTING event.

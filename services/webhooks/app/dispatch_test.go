@@ -641,6 +641,16 @@ func TestInvocationOutcomesFanOutWithTheirSummary(t *testing.T) {
 	if inv.PassedCount != 1 {
 		t.Fatal("the event's invocation was changed in place")
 	}
+	// A load test has no runs: its counts are its steps'.
+	load := &testingv1.Invocation{InvocationId: "tinv_2", WorkspaceId: "ws_a", Status: "completed", Load: &testingv1.LoadTest{Steps: []int32{1, 10, 50}}}
+	ev, _ := app.InvocationFanout(events.TypeInvocationCompleted, &testingv1.InvocationCompleted{Meta: meta, Invocation: load, PassedCount: 2, FailedCount: 1}, s("evt_3"))
+	body, err := ev.Body()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(body, &env); err != nil || env.Data.TestRunCount != 3 || env.Data.PassedCount != 2 || env.Data.FailedCount != 1 {
+		t.Fatalf("a load test's envelope %+v %v", env, err)
+	}
 }
 
 // A job already queued when the dispatcher disables its webhook (its

@@ -233,10 +233,14 @@ func InvocationFanout(typ string, msg proto.Message, s Stored) (e FanoutEvent, o
 }
 
 func invocationData(inv *testingv1.Invocation) domain.InvocationData {
+	runs := inv.GetJobsTotal()
+	if l := inv.GetLoad(); l != nil {
+		runs = int64(len(l.GetSteps())) // a load test has no runs: its counts are its steps'
+	}
 	return domain.InvocationData{
 		InvocationID: inv.GetInvocationId(), AgentID: inv.GetAgentId(), AgentName: inv.GetAgentName(), BranchID: inv.GetBranchId(),
 		FolderID: inv.GetFolderId(), Title: inv.GetTitle(), Status: inv.GetStatus(), RepeatCount: inv.GetRepeatCount(),
-		TestRunCount: inv.GetJobsTotal(), PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(),
+		TestRunCount: runs, PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(),
 		RanByUserEmail: inv.GetRanByUserEmail(), CreatedAtUnixSecs: inv.GetCreatedAtUnix(),
 		CompletedAtUnixSecs: inv.CompletedAtUnix, CancelledAtUnixSecs: inv.CancelledAtUnix,
 	}
