@@ -407,6 +407,24 @@ func TestTicketsShowPrintsEveryComment(t *testing.T) {
 	}
 }
 
+// tickets show says where a merged ticket went, when its conversation was
+// seen, the failing test behind it and its history, oldest first.
+func TestTicketsShowPrintsWhereItWentAndItsHistory(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/triage-tickets/tkt_2", reply(200, `{"agentqa_ticket_id":"tkt_2","status":"merged","merged_into_ticket_id":"tkt_1","agent_id":"agent_1","title":"Refund window",
+	  "first_seen_unix_secs":1767320000,"last_seen_unix_secs":1767321000,
+	  "test_failures":{"test_id":"test_9","test_name":"Refunds","failed_runs":4,"invocations":[{"invocation_id":"tinv_1","run_ids":["r1"],"failed_runs":4,"last_failed_at_unix_secs":1767321000}]},
+	  "status_changes":[{"status":"open","changed_by_user_id":"usr_1","changed_at_unix_secs":1767320000},{"status":"merged","changed_by_user_id":"usr_2","changed_at_unix_secs":1767322000}],
+	  "priority_changes":[{"priority":"high","changed_by_user_id":"usr_1","changed_at_unix_secs":1767321000}]}`))
+	r := runOn(t, base, "tickets", "show", "tkt_2")
+	for _, want := range []string{"Merged into:", "tkt_1", "Failing test:", "Refunds (test_9): 4 failed runs in 1 invocations", "Seen:",
+		"History:\n  2026-01-02 02:13Z usr_1: status open\n  2026-01-02 02:30Z usr_1: priority high\n  2026-01-02 02:46Z usr_2: status merged\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("missing %q in %q (%d %q)", want, r.stdout, r.code, r.stderr)
+		}
+	}
+}
+
 func TestTicketsListFilters(t *testing.T) {
 	f, base := newFake(t)
 	f.on("GET /v1/convai/triage-tickets", reply(200, `{"agent_conversation_tickets":[{"agentqa_ticket_id":"tkt_1","status":"open","agent_id":"agent_1","title":"Wrong hours","assignee_user_id":null}],"has_more":false}`))

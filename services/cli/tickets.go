@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,16 +43,56 @@ func (a *app) ticketsShowCommand() *cobra.Command {
 }
 
 func (a *app) printTicket(t ticket) {
-	fields(a.stdout, "ID", t.AgentqaTicketID, "Title", dash(t.Title), "Status", t.Status, "Priority", orDash(t.Priority),
+	kv := []string{"ID", t.AgentqaTicketID, "Title", dash(t.Title), "Status", t.Status}
+	if t.MergedIntoTicketID != nil {
+		kv = append(kv, "Merged into", *t.MergedIntoTicketID) // where its work goes on
+	}
+	kv = append(kv, "Priority", orDash(t.Priority),
 		"Source", t.Source, "Issue type", orDash(t.IssueType), "Agent", t.AgentID, "Assignee", orDash(t.AssigneeUserID),
-		"Labels", dash(strings.Join(t.Labels, ", ")), "Conversations", dash(strings.Join(t.ConversationIDs, ", ")),
-		"QA comment", orDash(t.QAComment), "Created", unixTime(t.CreatedAtUnixSecs), "Updated", unixTime(t.UpdatedAtUnixSecs))
+		"Labels", dash(strings.Join(t.Labels, ", ")), "Conversations", dash(strings.Join(t.ConversationIDs, ", ")))
+	if t.FirstSeenUnixSecs != nil && t.LastSeenUnixSecs != nil {
+		kv = append(kv, "Seen", unixTime(*t.FirstSeenUnixSecs)+" to "+unixTime(*t.LastSeenUnixSecs))
+	}
+	if f := t.TestFailures; f != nil {
+		kv = append(kv, "Failing test", fmt.Sprintf("%s (%s): %d failed runs in %d invocations", f.TestName, f.TestID, f.FailedRuns, len(f.Invocations)))
+	}
+	kv = append(kv, "QA comment", orDash(t.QAComment), "Created", unixTime(t.CreatedAtUnixSecs), "Updated", unixTime(t.UpdatedAtUnixSecs))
+	fields(a.stdout, kv...)
 	for _, cm := range t.TicketComments {
 		fmt.Fprintf(a.stdout, "  %s %s: %s\n", unixTime(cm.CreatedAtUnixSecs), orDash(cm.OwnerUserID), oneLine(cm.Comment))
 	}
 	for _, cm := range t.TurnComments {
 		fmt.Fprintf(a.stdout, "  %s %s on turn %d: %s\n", unixTime(cm.CreatedAtUnixSecs), orDash(cm.OwnerUserID), cm.TurnIndex, oneLine(cm.Comment))
 	}
+	if h := ticketHistory(t); len(h) > 0 {
+		fmt.Fprintln(a.stdout, "History:")
+		for _, line := range h {
+			fmt.Fprintln(a.stdout, "  "+line)
+		}
+	}
+}
+
+// ticketHistory is a ticket's status and priority changes, oldest first
+// (a status change before a priority change of the same second, as a
+// PATCH records them).
+func ticketHistory(t ticket) []string {
+	type change struct {
+		at   int64
+		line string
+	}
+	var all []change
+	for _, c := range t.StatusChanges {
+		all = append(all, change{c.ChangedAtUnixSecs, fmt.Sprintf("%s %s: status %s", unixTime(c.ChangedAtUnixSecs), orDash(c.ChangedByUserID), printable(c.Status))})
+	}
+	for _, c := range t.PriorityChanges {
+		all = append(all, change{c.ChangedAtUnixSecs, fmt.Sprintf("%s %s: priority %s", unixTime(c.ChangedAtUnixSecs), printable(dash(c.ChangedByUserID)), printable(orDash(c.Priority)))})
+	}
+	slices.SortStableFunc(all, func(x, y change) int { return cmp.Compare(x.at, y.at) })
+	out := make([]string, len(all))
+	for i, c := range all {
+		out[i] = c.line
+	}
+	return out
 }
 
 func (a *app) ticketsAssignCommand() *cobra.Command {
