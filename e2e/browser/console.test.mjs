@@ -123,6 +123,24 @@ test('the triage queue filters, shows new tickets live and edits in place', asyn
   // The redrawn row's select keeps the focus.
   await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Priority of Hold music played for two minutes' &&
     document.activeElement.value === 'medium');
+
+  // A filter select reloads the list on a choice, not at each arrow step:
+  // down and up again, then Enter, asks nothing; down, then Enter, once.
+  const sorts = [];
+  const countSorts = (r) => {
+    if (r.method() === 'GET' && r.url().includes('/v1/convai/triage-tickets?')) sorts.push(new URL(r.url()).searchParams.get('sort_by'));
+  };
+  page.on('request', countSorts);
+  await page.getByLabel('Sort', {exact: true}).focus();
+  for (const k of ['ArrowDown', 'ArrowUp', 'Enter', 'ArrowDown']) await page.keyboard.press(k);
+  const byPriority = page.waitForRequest((r) => r.url().includes('sort_by=priority'));
+  await page.keyboard.press('Enter');
+  await byPriority;
+  page.off('request', countSorts);
+  assert.deepEqual(sorts.filter((s) => s === 'priority'), ['priority'], 'the filter reloaded the list at each arrow step');
+  const byCreation = page.waitForResponse((r) => r.url().includes('sort_by=created_at'));
+  await page.getByLabel('Sort', {exact: true}).selectOption('created_at');
+  await byCreation;
 });
 
 test('a ticket: comment, assign, change status, merge a duplicate, transcript', async () => {

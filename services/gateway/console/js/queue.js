@@ -175,7 +175,8 @@ start(async (main) => {
   }
 
   onSubmit(form, () => load(true));
-  for (const el of [f.status, f.priority, f.assignee, f.source, f.agent, f.sort]) el.addEventListener('change', () => load(true));
+  // A choice reloads, not each arrow step towards it (onChoose).
+  for (const el of [f.status, f.priority, f.assignee, f.source, f.agent, f.sort]) onChoose(el, () => load(true));
   await load(true);
   performance.mark('queue-interactive'); // the first page is shown and usable: make bench times it
   poll(refresh, 1500, staleIn(stale));

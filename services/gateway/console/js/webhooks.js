@@ -3,7 +3,7 @@
 // delivery log with every attempt, resending one delivery, and recovering
 // every delivery that failed for good since a time.
 import {get, post, put, del, query, enc} from './api.js';
-import {h, replace, field, select, say, when, pageParam, button, confirmButton, checked, onSubmit} from './dom.js';
+import {h, replace, field, select, say, when, pageParam, button, confirmButton, checked, onSubmit, onChoose} from './dom.js';
 import {start, can, poll, shown, failure, staleIn} from './shell.js';
 import {badge, label} from './common.js';
 
@@ -126,7 +126,7 @@ async function detail(main) {
     older = false;
     try { await load(); } catch (e) { failure(logBox, e); }
   };
-  status.addEventListener('change', fresh);
+  onChoose(status, fresh); // a choice, not each arrow step towards it
   onSubmit(filter, fresh);
 
   let recover = null;
