@@ -29,6 +29,10 @@ type LoadJob struct {
 	// every job with the same LimitScope on this runner (a step's).
 	Limit      int
 	LimitScope string
+	// Wanted, when set, is asked before a caller's next turn: false (the
+	// load test was cancelled) starts no more turns; the turns in flight
+	// finish and are measured.
+	Wanted func() bool
 }
 
 // maxLoadReasons bounds the distinct failure reasons one job reports; the
@@ -87,7 +91,10 @@ func (e *Executor) Load(ctx context.Context, j LoadJob) *testingv1.LoadSamples {
 		go func() {
 			defer wg.Done()
 			<-start
-			for range turns {
+			for i := range turns {
+				if i > 0 && j.Wanted != nil && !j.Wanted() {
+					return
+				}
 				first, turn, over, err := loadTurn(mctx, agent, conv, limit)
 				mu.Lock()
 				if err != nil {
@@ -139,4 +146,26 @@ func loadReason(err error, limit time.Duration) string {
 		return err.Error()
 	}
 	return "The model failed: " + err.Error()
+}
+
+// sharedCheck answers ask's last answer, asking again at most once per
+// every: the callers of a load job ask before each turn, and share one
+// read of the invocation rather than each making its own.
+type sharedCheck struct {
+	ask   func() bool
+	every time.Duration
+	now   func() time.Time
+
+	mu   sync.Mutex
+	at   time.Time
+	last bool
+}
+
+func (c *sharedCheck) Wanted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.now(); c.at.IsZero() || now.Sub(c.at) >= c.every {
+		c.last, c.at = c.ask(), now
+	}
+	return c.last
 }

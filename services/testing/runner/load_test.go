@@ -108,3 +108,40 @@ func TestALoadJobCountsFailedTurnsByReason(t *testing.T) {
 func endpoints() *modelclient.Endpoints {
 	return &modelclient.Endpoints{Platform: modelclient.PlatformAgents{Default: offline.Model{}}, Guard: outbound.NewGuard([]string{"127.0.0.1"})}
 }
+
+// A cancelled load test's callers start no further turns: each finishes
+// the turn it is in, measured, and stops there.
+func TestALoadJobsCallersStopAtTheirNextTurnOnceNotWanted(t *testing.T) {
+	srv := newCountingEndpoint(t, 0)
+	ex := &Executor{Model: offline.Model{}, Agents: endpoints(), Now: time.Now}
+	j := loadJob(srv.URL, 4, 5, 4)
+	var asked atomic.Int32
+	j.Wanted = func() bool { asked.Add(1); return false }
+	s := ex.Load(context.Background(), j)
+	if got := srv.total.Load(); got != 4 || len(s.GetTurnUs()) != 4 || len(s.GetFailures()) != 0 {
+		t.Fatalf("%d calls, %d turns measured, failures %v; want each of 4 callers to play its first turn only", got, len(s.GetTurnUs()), s.GetFailures())
+	}
+	if asked.Load() != 4 {
+		t.Fatalf("asked %d times; want once per caller, before its second turn", asked.Load())
+	}
+}
+
+// The callers of a job share one read of the invocation per period.
+func TestASharedCheckAsksAtMostOncePerPeriod(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	answer, asks := true, 0
+	c := &sharedCheck{every: time.Second, now: func() time.Time { return now }, ask: func() bool { asks++; return answer }}
+	for range 3 {
+		if !c.Wanted() {
+			t.Fatal("not wanted while running")
+		}
+	}
+	answer = false
+	if !c.Wanted() || asks != 1 {
+		t.Fatalf("asked %d times within the period", asks)
+	}
+	now = now.Add(time.Second)
+	if c.Wanted() || asks != 2 {
+		t.Fatalf("after the period: asked %d times, the cancel not seen", asks)
+	}
+}

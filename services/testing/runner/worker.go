@@ -329,8 +329,20 @@ func (w *Worker) load(ctx context.Context, m app.TakenJob, job *testingv1.RunJob
 			RunID: inv.GetInvocationId() + "-load", WorkerID: w.ID},
 		Step: step, Job: int(job.GetLoadJob()), Callers: int(job.GetLoadCallers()), TurnsPerCaller: int(load.GetTurnsPerCaller()),
 		Limit: limit, LimitScope: inv.GetInvocationId() + "#" + strconv.Itoa(step),
+		Wanted: w.stillRunning(ctx, job.GetWorkspaceId(), job.GetInvocationId()),
 	})
 	return w.storeLoad(ctx, m, s)
+}
+
+// stillRunning asks whether a load test still runs, for its callers
+// before each next turn: read at most every half second, shared by the
+// job's callers; a read that fails lets them go on.
+func (w *Worker) stillRunning(ctx context.Context, ws, id string) func() bool {
+	c := &sharedCheck{every: 500 * time.Millisecond, now: time.Now, ask: func() bool {
+		cur, _, err := w.App.Invocations.Get(ctx, ws, id)
+		return err != nil || cur.GetStatus() == domain.InvocationRunning
+	}}
+	return c.Wanted
 }
 
 // storeLoad stores a load job's samples (once per job), acks the job and
