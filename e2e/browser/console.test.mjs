@@ -785,16 +785,23 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
 });
 
 test('a page for an id that does not exist says so, in place of the page', async () => {
-  for (const [path, said] of [
-    ['ticket.html?id=tkt_nope', 'No triage ticket with that id exists in this workspace.'],
-    ['invocation.html?id=inv_nope', 'No test invocation with that id exists in this workspace.'],
-    ['webhooks.html?id=wh_nope', 'No webhook with that id exists in this workspace.'],
-    ['agents.html?id=agent_nope', 'No agent with that id exists in this workspace.'],
+  // Each leads back to its list.
+  for (const [path, said, list] of [
+    ['ticket.html?id=tkt_nope', 'No triage ticket with that id exists in this workspace.', 'Triage queue'],
+    ['invocation.html?id=inv_nope', 'No test invocation with that id exists in this workspace.', 'Tests'],
+    ['webhooks.html?id=wh_nope', 'No webhook with that id exists in this workspace.', 'Webhooks'],
+    ['agents.html?id=agent_nope', 'No agent with that id exists in this workspace.', 'Agents'],
   ]) {
     await page.goto('/console/' + path);
     await page.getByText(said).waitFor();
+    await page.locator('main').getByRole('link', {name: '← ' + list}).waitFor();
     assert.equal(await page.locator('main h1').count(), 0, path + ' drew its page over the failure');
   }
+  // An address that names no page is the console's page saying so.
+  const missing = await page.goto('/console/nothing.html');
+  assert.equal(missing.status(), 404);
+  await page.getByRole('heading', {name: 'Page not found'}).waitFor();
+  await page.locator('main').getByRole('link', {name: '← Triage queue'}).waitFor();
   // An address that names no item at all (a link cut short) says so, and
   // leads back to the list, rather than showing the API's route error.
   for (const [path, list] of [['ticket.html', 'Triage queue'], ['invocation.html', 'Tests']]) {

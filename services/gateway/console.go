@@ -307,8 +307,23 @@ func consoleAssets() http.Handler {
 		assets["/"+name] = asset{name: name, etag: `"` + hex.EncodeToString(sum[:8]) + `"`, body: b.Bytes()}
 	}
 	assets["/"] = assets["/index.html"]
+	// A page's address that names no page (a typo, an old bookmark) is a
+	// page too: the console's, saying so, with its navigation, answered 404.
+	var missing bytes.Buffer
+	if err := shell.Execute(&missing, struct{ Title, Script string }{"Page not found", "notfound.js"}); err != nil {
+		panic(err)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, ok := assets[strings.TrimPrefix(r.URL.Path, api.ConsolePath)]
+		name := strings.TrimPrefix(r.URL.Path, api.ConsolePath)
+		a, ok := assets[name]
+		if !ok && strings.HasSuffix(name, ".html") && strings.Count(name, "/") == 1 {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusNotFound)
+			if r.Method != http.MethodHead {
+				_, _ = w.Write(missing.Bytes())
+			}
+			return
+		}
 		if !ok {
 			httpx.WriteError(w, r, apperr.RouteNotFound(r.Method, r.URL.Path))
 			return

@@ -263,3 +263,29 @@ func (s *memorySignOuts) Ended(_ context.Context, id string, _ time.Time) (bool,
 	defer s.mu.Unlock()
 	return s.ended[id], s.err
 }
+
+// A console address that names no page answers the console's own page
+// saying so (404, HTML, with its script), not the API's JSON; any other
+// unknown console path still answers the API's 404.
+func TestAnUnknownConsolePageIsAPageNotFound(t *testing.T) {
+	assets := consoleAssets()
+	for _, c := range []struct {
+		path, wantType string
+		wantBody       string
+	}{
+		{"/console/nothing.html", "text/html", `src="js/notfound.js"`},
+		{"/console/js/nothing.js", "application/json", `route_not_found`},
+		{"/console/deep/nothing.html", "application/json", `route_not_found`},
+	} {
+		w := httptest.NewRecorder()
+		assets.ServeHTTP(w, httptest.NewRequest("GET", c.path, nil))
+		if w.Code != http.StatusNotFound || !strings.HasPrefix(w.Header().Get("Content-Type"), c.wantType) || !strings.Contains(w.Body.String(), c.wantBody) {
+			t.Fatalf("%s: %d %q %q", c.path, w.Code, w.Header().Get("Content-Type"), w.Body.String())
+		}
+	}
+	w := httptest.NewRecorder()
+	assets.ServeHTTP(w, httptest.NewRequest("GET", "/console/js/notfound.js", nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("the page's script: %d", w.Code)
+	}
+}

@@ -2,7 +2,7 @@
 // (their pass rates drawn).
 import {get, query, enc} from './api.js';
 import {h, replace, field, say, when, pageParam, onSubmit} from './dom.js';
-import {start, can, shown} from './shell.js';
+import {start, can, shown, backTo} from './shell.js';
 import {badge} from './common.js';
 import {passRateChart} from './passrate.js';
 
@@ -35,7 +35,7 @@ async function list(main) {
 }
 
 async function detail(main) {
-  const a = await shown(main, '/v1/convai/agents/' + enc(id));
+  const a = await shown(main, '/v1/convai/agents/' + enc(id), backTo('agents.html', 'Agents'));
   if (!a) return;
   const tickets = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
   const invocations = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));

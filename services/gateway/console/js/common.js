@@ -38,7 +38,7 @@ export async function agentName(id) {
 // a body that render(item, agent, msg, body) fills, again each time the
 // item is read while it runs.
 export async function showRunning(main, path, back, heading, render) {
-  let item = await shown(main, path);
+  let item = await shown(main, path, back);
   if (!item) return;
   const agent = await agentName(item.agent_id);
   const msg = h('p', {class: 'msg'});

@@ -169,7 +169,7 @@ start(async (main) => {
       h('td', {'data-label': 'Status'}, cells.status),
       h('td', {'data-label': 'Priority'}, cells.priority),
       h('td', {'data-label': 'Assignee'}, cells.assignee),
-      h('td', {'data-label': 'Agent'}, h('a', {href: 'agents.html?id=' + enc(t.agent_id), 'data-field': 'agent'}, names.get(t.agent_id) ?? t.agent_id)),
+      h('td', {'data-label': 'Agent'}, h('a', {href: 'agents.html?id=' + enc(t.agent_id), 'data-field': 'agent', class: 'clamp', title: names.get(t.agent_id) ?? t.agent_id}, names.get(t.agent_id) ?? t.agent_id)),
       h('td', {'data-label': 'Source'}, label(t.source)),
       h('td', {'data-label': 'Created'}, when(t.created_at_unix_secs)));
   }

@@ -180,16 +180,23 @@ export function failure(el, e) {
 // to where they are listed, not the API's answer for a path without id.
 export function noneNamed(main, what, listHref, listName) {
   replace(main, h('p', {class: 'msg error', role: 'alert'}, `This page shows one ${what}, and its address names none.`),
-    h('p', {}, h('a', {href: listHref}, '← ' + listName)));
+    backTo(listHref, listName));
 }
 
-// shown is what a page shows, read from path; when it cannot be read, the
-// page says why instead and shown is null.
-export async function shown(main, path) {
+// backTo is the link from one item's page to where such items are listed.
+export function backTo(href, name) {
+  return h('p', {}, h('a', {href}, '← ' + name));
+}
+
+// shown is what a page shows, read from path; when it cannot be read (an
+// unknown id, say), the page says why instead, with back (a link to the
+// listing) under it, and shown is null.
+export async function shown(main, path, back = null) {
   try {
     return await get(path);
   } catch (e) {
     failure(main, e);
+    if (back) main.append(back);
     return null;
   }
 }

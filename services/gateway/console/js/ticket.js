@@ -2,14 +2,14 @@
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
 import {h, append, replace, field, say, when, pageParam, checked, onSubmit, onChoose, focusKey, refocus} from './dom.js';
-import {start, can, shown, noneNamed} from './shell.js';
+import {start, can, shown, noneNamed, backTo} from './shell.js';
 import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
 const id = pageParam('id') || '';
 
 start(async (main) => {
   if (!id) return noneNamed(main, 'ticket', 'index.html', 'Triage queue');
-  let t = await shown(main, '/v1/convai/triage-tickets/' + enc(id));
+  let t = await shown(main, '/v1/convai/triage-tickets/' + enc(id), backTo('index.html', 'Triage queue'));
   if (!t) return;
   const users = await assignees(t.agent_id);
   const agent = await agentName(t.agent_id);
@@ -81,7 +81,7 @@ start(async (main) => {
     const controls = rows.filter((r) => r.tagName === 'DIV');
     for (const r of rows) if (r.tagName !== 'DIV') facts.append(r);
     return h('section', {class: 'card', 'aria-labelledby': 'facts-h'}, h('h2', {id: 'facts-h'}, 'Details'), controls, facts,
-      t.qa_comment ? [h('h3', {}, 'QA comment'), h('p', {}, t.qa_comment)] : null);
+      t.qa_comment ? [h('h3', {}, 'QA comment'), h('p', {class: 'prose'}, t.qa_comment)] : null);
   }
 
   // reviewsOf lists what people said of the verdicts of the ticket's
@@ -109,7 +109,7 @@ start(async (main) => {
 
   function commentsSection() {
     const list = t.ticket_comments.length
-      ? h('ul', {}, t.ticket_comments.map((c) => h('li', {}, h('p', {}, c.comment),
+      ? h('ul', {}, t.ticket_comments.map((c) => h('li', {}, h('p', {class: 'prose'}, c.comment),
         h('p', {class: 'muted'}, `${personName(users, c.owner_user_id)} · ${when(c.created_at_unix_secs)}`))))
       : h('p', {class: 'muted'}, 'No comment yet.');
     let form = null;

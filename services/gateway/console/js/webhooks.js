@@ -4,7 +4,7 @@
 // every delivery that failed for good since a time.
 import {get, post, put, del, query, enc} from './api.js';
 import {h, replace, field, select, say, when, pageParam, button, confirmButton, checked, onSubmit, onChoose} from './dom.js';
-import {start, can, poll, shown, failure, staleIn} from './shell.js';
+import {start, can, poll, shown, failure, staleIn, backTo} from './shell.js';
 import {badge, label} from './common.js';
 
 const id = pageParam('id') || '';
@@ -108,7 +108,7 @@ async function createForm(msg, secretBox, reload) {
 }
 
 async function detail(main) {
-  const w = await shown(main, '/v1/convai/webhooks/' + enc(id));
+  const w = await shown(main, '/v1/convai/webhooks/' + enc(id), backTo('webhooks.html', 'Webhooks'));
   if (!w) return;
   const msg = h('p', {class: 'msg'});
   const status = select({name: 'status'}, [['', 'Any'], ['failed', 'Failed'], ['success', 'Delivered']]);
