@@ -223,6 +223,20 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await accessible(page, 'ticket-transcript');
   await shoot(page, 'ticket-transcript');
 
+  // The conversation merged in is shown when chosen (it has not ended: no
+  // transcript yet); the turn comments stay on the ticket's own.
+  const which = page.getByLabel('Conversation (2)');
+  await which.selectOption(conversations[1]);
+  await page.getByText('No transcript was handed over for this conversation.').waitFor();
+  assert.equal(await page.getByText('Yes, everything is refunded at once.').count(), 0);
+  assert.equal(await page.getByText('Comment on this turn').count(), 0, 'a merged-in conversation offers turn comments');
+  await which.selectOption(conversations[0]);
+  await page.getByText('Yes, everything is refunded at once.').waitFor();
+  await page.locator('.turn.agent .turn-comment', {hasText: 'This promise is not in the policy.'}).waitFor();
+  // The merged ticket names its target by title.
+  await page.goto('/console/ticket.html?id=' + encodeURIComponent(tickets.delivery.agentqa_ticket_id));
+  await page.locator('main').getByRole('link', {name: 'Refund policy answer was wrong'}).waitFor();
+
   // Hostile input stays text on its own page too.
   await page.goto('/console/ticket.html?id=' + encodeURIComponent(tickets.hostile.agentqa_ticket_id));
   await page.getByRole('heading', {name: HOSTILE, exact: true}).waitFor();

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -41,28 +43,80 @@ type endedData struct {
 }
 
 // handlePlatform raises (or joins) a conversation's ticket for each
-// escalation and each conversation that ended badly, in stream order.
+// escalation and each conversation that ended badly: a conversation's
+// reports in stream order, conversations at once (up to Parallel), and the
+// workspaces of a batch in turn, so that one workspace's flood of
+// conversations does not hold another's behind all of its own.
 func (w *Worker) handlePlatform(ctx context.Context, batch []app.QAMessage) error {
+	type conversation struct {
+		workspace string
+		reports   []app.ConversationReport
+		messages  []app.QAMessage
+	}
+	byConversation := map[[2]string]*conversation{}
+	var order []*conversation
 	for _, m := range batch {
 		r, ok := w.reportOf(m)
 		if !ok {
 			w.handled.WithLabelValues("platform", "skipped").Inc()
 			continue
 		}
-		err := inTrace(ctx, m.Traceparent, "qa ticket from conversation", func(ctx context.Context) error {
-			_, err := w.App.RaiseFromConversation(ctx, r)
-			return err
-		})
-		if err != nil {
-			if !permanent(err) {
-				return err
-			}
-			w.skip("platform", "platform event not ticketed", m, err)
-			continue
+		key := [2]string{r.WorkspaceID, r.ConversationID}
+		c := byConversation[key]
+		if c == nil {
+			c = &conversation{workspace: r.WorkspaceID}
+			byConversation[key] = c
+			order = append(order, c)
 		}
-		w.handled.WithLabelValues("platform", "ticketed").Inc()
+		c.reports, c.messages = append(c.reports, r), append(c.messages, m)
 	}
-	return nil
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.SetLimit(w.Parallel)
+	for _, c := range inTurns(order, func(c *conversation) string { return c.workspace }) {
+		eg.Go(func() error {
+			for i, r := range c.reports {
+				m := c.messages[i]
+				err := inTrace(ctx, m.Traceparent, "qa ticket from conversation", func(ctx context.Context) error {
+					_, err := w.App.RaiseFromConversation(ctx, r)
+					return err
+				})
+				if err != nil {
+					if !permanent(err) {
+						return err
+					}
+					w.skip("platform", "platform event not ticketed", m, err)
+					continue
+				}
+				w.handled.WithLabelValues("platform", "ticketed").Inc()
+			}
+			return nil
+		})
+	}
+	return eg.Wait()
+}
+
+// inTurns orders items so that their groups (by group) take turns: the
+// first of each group in the order the groups first appear, then the
+// second of each, and so on; within a group, items keep their order.
+func inTurns[T any](items []T, group func(T) string) []T {
+	var groups []string
+	queues := map[string][]T{}
+	for _, it := range items {
+		g := group(it)
+		if _, ok := queues[g]; !ok {
+			groups = append(groups, g)
+		}
+		queues[g] = append(queues[g], it)
+	}
+	out := make([]T, 0, len(items))
+	for len(out) < len(items) {
+		for _, g := range groups {
+			if q := queues[g]; len(q) > 0 {
+				out, queues[g] = append(out, q[0]), q[1:]
+			}
+		}
+	}
+	return out
 }
 
 // reportOf is the ticket report a platform event calls for, if any.

@@ -314,3 +314,12 @@ func TestATicketThatNeedsClusteringHasItsAgentClustered(t *testing.T) {
 		t.Fatalf("%d of the two duplicates merged, want 1", merged)
 	}
 }
+
+// A batch's workspaces take turns: one workspace's flood of conversations
+// does not hold another's behind all of its own.
+func TestWorkspacesTakeTurns(t *testing.T) {
+	got := inTurns([]string{"a1", "a2", "a3", "a4", "b1", "c1", "b2"}, func(s string) string { return s[:1] })
+	if want := "a1 b1 c1 a2 b2 a3 a4"; strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}

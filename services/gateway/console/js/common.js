@@ -2,7 +2,7 @@
 // be assigned to, fetched once per page.
 import {get, query, enc} from './api.js';
 import {h, replace, select} from './dom.js';
-import {shown, followLive} from './shell.js';
+import {shown, followLive, session, can} from './shell.js';
 
 export const STATUSES = ['open', 'in_progress', 'resolved'];
 export const PRIORITIES = ['low', 'medium', 'high', 'urgent'];
@@ -63,7 +63,19 @@ export function assignees(agentID) {
 export function personName(users, id) {
   if (!id) return 'Unassigned';
   const u = users.find((x) => x.user_id === id);
-  return u ? (u.first_name || u.email) : id;
+  if (u) return u.first_name || u.email;
+  if (id === session?.user_id && session.user_name) return session.user_name;
+  return id;
+}
+
+// actors are the people who may have acted on a ticket, to name them:
+// the members a ticket may be assigned to, and the service accounts (whose
+// keys sign most people in to the console), where the key may list them.
+export async function actors(agentID) {
+  const users = await assignees(agentID);
+  if (!can('identity.list_accounts')) return users;
+  const accounts = await get('/v1/service-accounts').then((a) => a['service-accounts'], () => []);
+  return [...users, ...accounts.map((a) => ({user_id: a.service_account_user_id, first_name: a.name + ' (service account)'}))];
 }
 
 // Controls that change a ticket in place.

@@ -1,9 +1,9 @@
 // One ticket: its fields and history, the conversation's transcript with
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
-import {h, append, replace, field, say, when, pageParam, checked, onSubmit, onChoose, focusKey, refocus} from './dom.js';
+import {h, replace, field, select, say, when, pageParam, checked, onSubmit, onChoose, focusKey, refocus} from './dom.js';
 import {start, can, shown, noneNamed, backTo} from './shell.js';
-import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
+import {label, agentName, assignees, actors, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
 const id = pageParam('id') || '';
 
@@ -12,11 +12,13 @@ start(async (main) => {
   let t = await shown(main, '/v1/convai/triage-tickets/' + enc(id), backTo('index.html', 'Triage queue'));
   if (!t) return;
   const users = await assignees(t.agent_id);
+  const people = await actors(t.agent_id); // to name who did what
   const agent = await agentName(t.agent_id);
   // The focus falls back on the message when the control acted on is
   // drawn later or not again (see refocus).
   const msg = h('p', {class: 'msg', tabindex: -1});
   const writable = can('tickets.update');
+  let shownConv = null; // the conversation whose transcript is shown, kept across redraws
 
   const show = (ticket) => {
     // A write answers the ticket without what only a read adds (its
@@ -64,7 +66,12 @@ start(async (main) => {
     fact('Issue type', label(t.issue_type ?? '—'));
     fact('Labels', t.labels.length ? t.labels.join(', ') : '—');
     fact('Conversations', t.conversation_ids.length ? t.conversation_ids.join(', ') : '—');
-    if (t.merged_into_ticket_id) fact('Merged into', h('a', {href: 'ticket.html?id=' + enc(t.merged_into_ticket_id)}, t.merged_into_ticket_id));
+    if (t.merged_into_ticket_id) {
+      // Named by its title once read; its id until then, or if it cannot be read.
+      const into = h('a', {href: 'ticket.html?id=' + enc(t.merged_into_ticket_id), 'data-field': 'merged-into'}, t.merged_into_ticket_id);
+      get('/v1/convai/triage-tickets/' + enc(t.merged_into_ticket_id)).then((x) => { if (x.title) into.textContent = x.title; }, () => {});
+      fact('Merged into', into);
+    }
     if (t.test_failures) {
       const tf = t.test_failures;
       fact('Failing test', h('span', {}, h('a', {href: 'tests.html?test=' + enc(tf.test_id)}, tf.test_name || tf.test_id),
@@ -103,14 +110,14 @@ start(async (main) => {
       ...t.priority_changes.map((c) => ({at: c.changed_at_unix_secs, by: c.changed_by_user_id, what: 'Priority → ' + (c.priority ?? 'none')})),
     ].sort((a, b) => a.at - b.at);
     return h('section', {class: 'card', 'aria-labelledby': 'history-h'}, h('h2', {id: 'history-h'}, 'History'),
-      events.length ? h('ol', {}, events.map((e) => h('li', {}, e.what, h('span', {class: 'muted'}, ` · ${personName(users, e.by)} · ${when(e.at)}`))))
+      events.length ? h('ol', {}, events.map((e) => h('li', {}, e.what, h('span', {class: 'muted'}, ` · ${personName(people, e.by)} · ${when(e.at)}`))))
         : h('p', {class: 'muted'}, 'No change yet.'));
   }
 
   function commentsSection() {
     const list = t.ticket_comments.length
       ? h('ul', {}, t.ticket_comments.map((c) => h('li', {}, h('p', {class: 'prose'}, c.comment),
-        h('p', {class: 'muted'}, `${personName(users, c.owner_user_id)} · ${when(c.created_at_unix_secs)}`))))
+        h('p', {class: 'muted'}, `${personName(people, c.owner_user_id)} · ${when(c.created_at_unix_secs)}`))))
       : h('p', {class: 'muted'}, 'No comment yet.');
     let form = null;
     if (can('tickets.comment') && t.status !== 'merged') {
@@ -126,45 +133,66 @@ start(async (main) => {
     return h('section', {class: 'card', 'aria-labelledby': 'comments-h'}, h('h2', {id: 'comments-h'}, 'Comments'), list, form);
   }
 
+  // transcriptSection shows one of the ticket's conversations: the first
+  // (its own, which the turn comments are on), or, on a ticket that took
+  // others in by a merge, the one chosen.
   function transcriptSection() {
-    const conv = t.conversation_ids[0];
-    const box = h('div', {}, h('p', {class: 'muted'}, conv ? 'Loading the transcript…' : 'This ticket names no conversation.'));
-    const section = h('section', {class: 'card', 'aria-labelledby': 'transcript-h'},
-      h('h2', {id: 'transcript-h'}, 'Transcript'), conv ? h('p', {class: 'muted'}, 'Conversation ' + conv) : null, box);
-    if (conv && (t.deleted_conversation_ids || []).includes(conv)) {
-      replace(box, h('p', {class: 'muted'}, 'The conversation was deleted: its transcript is gone for good.'));
-    } else if (conv) {
-      get('/v1/convai/conversations/' + enc(conv)).then((c) => replace(box, transcript(c), evaluation(c)), (e) => {
+    const convs = t.conversation_ids;
+    if (!convs.includes(shownConv)) shownConv = convs[0];
+    const box = h('div', {});
+    let heading = null;
+    if (convs.length > 1) {
+      const chooser = select({'data-focus': 'conversation'}, convs.map((c, i) => [c, i === 0 ? c + ' (the ticket\'s own)' : c + ' (merged in)']), shownConv);
+      onChoose(chooser, (v) => { shownConv = v; load(v); });
+      heading = field(`Conversation (${convs.length})`, chooser);
+    } else if (shownConv) {
+      heading = h('p', {class: 'muted'}, 'Conversation ' + shownConv);
+    }
+    const load = (conv) => {
+      // Turn comments are on the ticket's own conversation's turns.
+      const own = conv === convs[0];
+      const comments = own ? t.turn_comments : [];
+      if (!conv) return replace(box, h('p', {class: 'muted'}, 'This ticket names no conversation.'), turnComments(comments));
+      if ((t.deleted_conversation_ids || []).includes(conv)) {
+        return replace(box, h('p', {class: 'muted'}, 'The conversation was deleted: its transcript is gone for good.'), turnComments(comments));
+      }
+      replace(box, h('p', {class: 'muted'}, 'Loading the transcript…'));
+      get('/v1/convai/conversations/' + enc(conv)).then((c) => {
+        if (conv === shownConv) replace(box, transcript(c, own), evaluation(c));
+      }, (e) => {
+        if (conv !== shownConv) return;
         const gone = e instanceof ApiError && (e.code === 404 || e.code === 405);
         replace(box, h('p', {class: 'muted'}, gone ? 'Transcript not available.' : 'The transcript could not be loaded: ' + e.message),
-          turnComments(t.turn_comments));
+          turnComments(comments));
       });
-    } else {
-      append(box, [turnComments(t.turn_comments)]); // none: nothing, never the text "null"
-    }
-    return section;
+    };
+    load(shownConv);
+    return h('section', {class: 'card', 'aria-labelledby': 'transcript-h'}, h('h2', {id: 'transcript-h'}, 'Transcript'), heading, box);
   }
 
   function turnComments(comments) {
     if (!comments.length) return null;
     return h('ul', {'aria-label': 'Turn comments'}, comments.map((c) => h('li', {class: 'turn-comment'},
-      `Turn ${c.turn_index}: `, c.comment, h('span', {class: 'muted'}, ` · ${personName(users, c.owner_user_id)}`))));
+      `Turn ${c.turn_index}: `, c.comment, h('span', {class: 'muted'}, ` · ${personName(people, c.owner_user_id)}`))));
   }
 
-  function transcript(c) {
+  // transcript draws a conversation's turns; own is whether it is the
+  // ticket's own conversation, whose turns take the turn comments.
+  function transcript(c, own) {
     const turns = c.transcript || [];
+    const comments = own ? t.turn_comments : [];
     const byTurn = new Map();
-    for (const tc of t.turn_comments) byTurn.set(tc.turn_index, [...(byTurn.get(tc.turn_index) || []), tc]);
+    for (const tc of comments) byTurn.set(tc.turn_index, [...(byTurn.get(tc.turn_index) || []), tc]);
     const items = turns.map((turn, i) => h('li', {class: 'turn ' + (turn.role === 'agent' ? 'agent' : 'user')},
       h('p', {class: 'who'}, `${turn.role === 'agent' ? 'Agent' : 'User'} · turn ${i}`,
         turn.time_in_call_secs !== undefined ? ` · ${turn.time_in_call_secs}s` : ''),
       turn.message ? h('p', {}, turn.message) : null,
       toolBlocks(turn),
       (byTurn.get(i) || []).map((tc) => h('p', {class: 'turn-comment'}, tc.comment,
-        h('span', {class: 'muted'}, ` · ${personName(users, tc.owner_user_id)} · ${when(tc.created_at_unix_secs)}`))),
-      turnCommentForm(i)));
+        h('span', {class: 'muted'}, ` · ${personName(people, tc.owner_user_id)} · ${when(tc.created_at_unix_secs)}`))),
+      own ? turnCommentForm(i) : null));
     const meta = c.metadata || {};
-    const beyond = t.turn_comments.filter((tc) => tc.turn_index >= turns.length);
+    const beyond = comments.filter((tc) => tc.turn_index >= turns.length);
     const none = turns.length === 0 ? h('p', {class: 'muted'}, 'No transcript was handed over for this conversation.') : null;
     return [h('p', {class: 'muted'}, `Status ${c.status ?? '—'} · started ${when(meta.start_time_unix_secs)} · ${meta.call_duration_secs ?? '—'} s`),
       none, h('ol', {class: 'transcript'}, items), turnComments(beyond)];
