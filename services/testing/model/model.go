@@ -37,6 +37,10 @@ type Turn struct {
 	IsError    bool   // a tool turn: the call failed and Text says why
 }
 
+// Empty tells whether an agent's turn says nothing at all: no text but
+// white space and no call. Such an answer came, but no first token with it.
+func (t Turn) Empty() bool { return strings.TrimSpace(t.Text) == "" && len(t.Calls) == 0 }
+
 // Said is what the turn says: its text and each call it makes (name and
 // arguments), as a judge reads it.
 func (t Turn) Said() string {

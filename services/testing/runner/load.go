@@ -122,8 +122,11 @@ func loadTurn(ctx context.Context, agent AgentModel, conv Conversation, limit ti
 	tctx, clock := model.WithTurnClock(ctx)
 	tctx, wire := model.WithWireClock(tctx)
 	begin := time.Now()
-	_, _, err = agent.Respond(tctx, conv)
+	said, _, err := agent.Respond(tctx, conv)
 	turn = time.Since(begin) - clock.Waited
+	if err == nil && said.Empty() {
+		err = errAnsweredNothing // a dead agent is no fast one
+	}
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -137,12 +140,16 @@ func loadTurn(ctx context.Context, agent AgentModel, conv Conversation, limit ti
 	return first, turn, overhead, nil
 }
 
+// errAnsweredNothing is a turn the endpoint answered without a word or a
+// call: a failed turn of a load test, whatever its speed.
+var errAnsweredNothing = errors.New("agent endpoint answered nothing: no text and no tool call")
+
 // loadReason is how a failed turn is counted.
 func loadReason(err error, limit time.Duration) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("The turn exceeded its time limit of %s.", limit)
 	}
-	if IsEndpointError(err) {
+	if IsEndpointError(err) || errors.Is(err, errAnsweredNothing) {
 		return err.Error()
 	}
 	return "The model failed: " + err.Error()

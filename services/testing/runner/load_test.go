@@ -145,3 +145,20 @@ func TestASharedCheckAsksAtMostOncePerPeriod(t *testing.T) {
 		t.Fatalf("after the period: asked %d times, the cancel not seen", asks)
 	}
 }
+
+// An endpoint that answers at once with nothing (no text, no call) is a
+// dead agent, not a fast one: each such turn is a failed turn, and none
+// is sampled as a first token.
+func TestALoadTurnAnsweredWithNothingFails(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"))
+	}))
+	t.Cleanup(srv.Close)
+	ex := &Executor{Model: offline.Model{}, Agents: endpoints(), Now: time.Now}
+	s := ex.Load(context.Background(), loadJob(srv.URL, 3, 2, 3))
+	if len(s.GetFirstTokenUs()) != 0 || len(s.GetFailures()) != 1 || s.GetFailures()[0].GetCount() != 6 ||
+		!strings.Contains(s.GetFailures()[0].GetReason(), "answered nothing") {
+		t.Fatalf("%d first tokens sampled, failures %v; want 6 turns failed as answered with nothing", len(s.GetFirstTokenUs()), s.GetFailures())
+	}
+}

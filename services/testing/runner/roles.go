@@ -43,7 +43,9 @@ func (r *roles) Respond(ctx context.Context, c Conversation) (Turn, Usage, error
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.agentUsage.Add(u)
-	if err == nil && u.Cached == 0 { // a cached answer says nothing of the agent's speed
+	// A cached answer says nothing of the agent's speed; an empty one came
+	// with no first token, which its time would claim.
+	if err == nil && u.Cached == 0 && !t.Empty() {
 		r.turns = append(r.turns, TurnTiming{Response: took, FirstToken: first})
 	}
 	return t, u, err

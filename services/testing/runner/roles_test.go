@@ -20,3 +20,22 @@ func TestWholeAnswerFirstTokenIsItsTime(t *testing.T) {
 		t.Fatalf("%+v", timings)
 	}
 }
+
+// silent answers every turn with nothing.
+type silent struct{ offline.Model }
+
+func (silent) Respond(context.Context, model.Conversation) (model.Turn, model.Usage, error) {
+	return model.Turn{Role: "agent", Text: " "}, model.Usage{}, nil
+}
+
+// A turn that said nothing came with no first token: it is not timed, so
+// a dead agent does not read as a fast one.
+func TestAnEmptyTurnIsNotTimed(t *testing.T) {
+	r := &roles{agent: silent{}, judge: offline.Model{}}
+	if _, _, err := r.Respond(context.Background(), model.Conversation{Turns: []model.Turn{{Role: "user", Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, timings := r.record(); len(timings) != 0 {
+		t.Fatalf("an empty turn timed: %+v", timings)
+	}
+}
