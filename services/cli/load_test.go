@@ -83,3 +83,15 @@ func TestTestsLoadWithoutWaitAndShow(t *testing.T) {
 		}
 	}
 }
+
+// tests invocation of a load test (an invocation without runs) shows its
+// steps, not an empty set of runs.
+func TestTestsInvocationOfALoadTestShowsItsSteps(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/test-invocations/tinv_9", reply(200, `{"id":"tinv_9","agent_id":"agent_1","status":"completed","title":"Load test: Hours","test_runs":[]}`))
+	f.on("GET /v1/convai/load-tests/tinv_9", reply(200, doneLoad))
+	r := runOn(t, base, "tests", "invocation", "tinv_9")
+	if r.code != 0 || !strings.Contains(r.stdout, "Load test tinv_9 (Hours): completed") || !strings.Contains(r.stdout, "BROKEN") {
+		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
+	}
+}

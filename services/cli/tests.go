@@ -92,9 +92,29 @@ func (a *app) testsShowCommand() *cobra.Command {
 // testsInvocationCommand shows a past invocation as tests run --wait
 // summarises one: its failures grouped, and the totals.
 func (a *app) testsInvocationCommand() *cobra.Command {
-	return callCommand(a, "invocation <invocation_id>", "Show a test invocation: its failures, grouped, and its totals", getInvocation, func(inv invocation) {
-		a.summary(inv, 0, "")
-	})
+	return &cobra.Command{
+		Use:   "invocation <invocation_id>",
+		Short: "Show a test invocation: its failures, grouped, and its totals (a load test: its steps)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var inv invocation
+			if show, err := a.fetch(cmd.Context(), getInvocation, args, nil, nil, &inv); !show {
+				return err
+			}
+			if len(inv.TestRuns) == 0 && inv.Status != "running" {
+				// A load test has no runs: its steps are what it did.
+				var lt wire.LoadTest
+				if c, err := a.client(); err == nil {
+					if _, err := c.call(cmd.Context(), getLoadTest, args, nil, nil, &lt); err == nil {
+						a.loadSummary(lt)
+						return nil
+					}
+				}
+			}
+			a.summary(inv, 0, "")
+			return nil
+		},
+	}
 }
 
 // invocation is what the CLI reads of a test invocation.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -204,6 +206,9 @@ func rationaleText(res *testingv1.RunResult) string {
 // one, so the counts always match the cases. Memory holds two bits per run
 // and one entry per distinct test.
 func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, baseline *testingv1.Invocation) error {
+	if inv.GetLoad() != nil {
+		return writeLoadJUnit(w, inv)
+	}
 	s := JUnitSuite{Name: orDefault(inv.GetTitle(), inv.GetInvocationId()), ID: inv.GetInvocationId(),
 		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0)}
 	now := app.NewTestStatuses(inv)
@@ -278,4 +283,66 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// writeLoadJUnit writes a load test as a JUnit document: it has no runs,
+// and each step is a test case, failed where it broke the budget, so that
+// a CI job reading it sees the load test's outcome.
+func writeLoadJUnit(w io.Writer, inv *testingv1.Invocation) error {
+	v := LoadTestView(inv)
+	s := JUnitSuite{Name: orDefault(inv.GetTitle(), inv.GetInvocationId()), ID: inv.GetInvocationId(), Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0),
+		Properties: [][2]string{{"agent_id", inv.GetAgentId()}, {"branch_id", inv.GetBranchId()}, {"invocation_id", inv.GetInvocationId()},
+			{"status", inv.GetStatus()}, {"repeat_count", "1"},
+			{"load_test", "true"}, {"test_id", v.TestID}, {"turns_per_caller", strconv.Itoa(v.TurnsPerCaller)}}}
+	if v.BrokeBudgetAtStep != nil {
+		s.Properties = append(s.Properties, [2]string{"broke_budget_at_callers", strconv.Itoa(*v.BrokeBudgetAtCallers)})
+	}
+	cases := make([]JUnitCase, len(v.Steps))
+	for i, st := range v.Steps {
+		c := JUnitCase{Name: fmt.Sprintf("step %d: %d callers", st.Step+1, st.Callers), Classname: inv.GetAgentId() + ".load"}
+		if st.StartedAtUnixMs != nil && st.FinishedAtUnixMs != nil {
+			c.TimeMs = *st.FinishedAtUnixMs - *st.StartedAtUnixMs
+		}
+		switch {
+		case st.Status == "cancelled":
+			c.Outcome, c.Message = JUnitSkipped, "The step was cancelled."
+		case st.Status != "completed":
+			c.Outcome, c.Message = JUnitSkipped, "The step has not finished."
+		case st.MetBudget != nil && *st.MetBudget:
+			c.Outcome = JUnitPassed
+		default:
+			c.Outcome, c.Message, c.Text = JUnitFailure, "The step broke the test's latency budget.", loadStepText(st)
+		}
+		s.Tests++
+		s.TimeMs += max(c.TimeMs, 0)
+		switch c.Outcome {
+		case JUnitFailure:
+			s.Failures++
+		case JUnitSkipped:
+			s.Skipped++
+		}
+		cases[i] = c
+	}
+	j := NewJUnitWriter(w)
+	j.Begin(s)
+	for _, c := range cases {
+		if err := j.Case(c); err != nil {
+			return err
+		}
+	}
+	return j.End()
+}
+
+// loadStepText is what broke in a step: its budget breaches and its
+// failed turns by reason.
+func loadStepText(st wire.LoadStep) string {
+	var b strings.Builder
+	for _, br := range st.BudgetBreaches {
+		fmt.Fprintf(&b, "%s: measured %d ms, budget %d ms\n", br.Metric, br.MeasuredMs, br.BudgetMs)
+	}
+	fmt.Fprintf(&b, "failed turns: %d of %d\n", st.FailedTurns, st.Turns)
+	for _, f := range st.Failures {
+		fmt.Fprintf(&b, "- %d: %s\n", f.Count, f.Reason)
+	}
+	return b.String()
 }

@@ -232,3 +232,40 @@ func TestJUnitLatencyProperties(t *testing.T) {
 		}
 	}
 }
+
+// A load test's JUnit has its steps as cases, the one that broke the
+// budget failed with what broke, a cancelled one skipped: a CI job reading
+// it sees the load test's outcome, not an empty green suite.
+func TestALoadTestsJUnitIsItsSteps(t *testing.T) {
+	inv := &testingv1.Invocation{InvocationId: "tinv_1", AgentId: "agent_1", Status: domain.InvocationCancelled, Title: "Load test: Hours",
+		CreatedAtUnix: 1_700_000_000, Load: &testingv1.LoadTest{Steps: []int32{1, 10, 50, 100}, CurrentStep: 2, FirstTokenP95BudgetMs: 400,
+			Test: &testingv1.PlannedTest{TestId: "test_1", TestName: "Hours"},
+			Results: []*testingv1.LoadStepResult{
+				{Callers: 1, Turns: 1, FirstTokenP95Ms: 120, MetBudget: true, StartedAtUnixMs: 1_000, FinishedAtUnixMs: 2_500},
+				{Callers: 10, Turns: 10, FailedTurns: 2, FirstTokenP95Ms: 912, MetBudget: false, StartedAtUnixMs: 3_000, FinishedAtUnixMs: 6_000,
+					Failures: []*testingv1.LoadFailure{{Reason: "agent endpoint answered nothing: no text and no tool call", Count: 2}}},
+			}}}
+	var b bytes.Buffer
+	if err := writeLoadJUnit(&b, inv); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema(t).Validate(bytes.NewReader(b.Bytes())); err != nil {
+		t.Fatalf("not valid against junit-10.xsd: %v\n%s", err, b.Bytes())
+	}
+	d, err := junitxsd.Parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.Suites[0]
+	if at, _ := s.Property("broke_budget_at_callers"); s.Tests != "4" || s.Failures != "1" || s.Skipped != "2" || len(s.Cases) != 4 || at != "10" {
+		t.Fatalf("suite %+v\n%s", s, b.Bytes())
+	}
+	broke := s.Cases[1]
+	if broke.Name != "step 2: 10 callers" || broke.Time != "3.000" || broke.Failure == nil ||
+		!strings.Contains(broke.Failure.Text, "first_token_p95: measured 912 ms, budget 400 ms") || !strings.Contains(broke.Failure.Text, "- 2: agent endpoint answered nothing") {
+		t.Fatalf("the broken step: %+v %+v", broke, broke.Failure)
+	}
+	if s.Cases[0].Failure != nil || s.Cases[0].Skipped != nil || s.Cases[2].Skipped == nil || s.Cases[3].Skipped == nil {
+		t.Fatalf("cases %+v", s.Cases)
+	}
+}
