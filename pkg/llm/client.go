@@ -338,7 +338,24 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error
 		if err := c.sleep(ctx, c.backoff(attempt, hint)); err != nil {
 			return ChatResponse{}, cancelled(attempt, lastErr, err)
 		}
+		if wanted, ok := ctx.Value(retryCheckKey{}).(func() bool); ok && !wanted() {
+			return ChatResponse{}, fmt.Errorf("llm: not retried after %d attempt(s), the answer no longer wanted (last error: %v): %w", attempt, lastErr, ErrNotWanted)
+		}
 	}
+}
+
+type retryCheckKey struct{}
+
+// ErrNotWanted ends a Chat whose caller, asked before a retry (see
+// WithRetryCheck), no longer wanted the answer.
+var ErrNotWanted = errors.New("llm: the answer is no longer wanted")
+
+// WithRetryCheck is ctx whose Chat asks wanted before each retry: false
+// ends the call there, with ErrNotWanted, rather than calling the server
+// again for an answer nobody will read (a cancelled test run's). An
+// attempt under way is not interrupted.
+func WithRetryCheck(ctx context.Context, wanted func() bool) context.Context {
+	return context.WithValue(ctx, retryCheckKey{}, wanted)
 }
 
 func cancelled(attempts int, last, ctxErr error) error {

@@ -404,6 +404,19 @@ func TestRetriesExhausted(t *testing.T) {
 	}
 }
 
+// A caller that no longer wants the answer is asked before each retry,
+// and the server is not called again once it says so.
+func TestNoRetryOnceTheAnswerIsNotWanted(t *testing.T) {
+	srv := newServer(t, llmtest.ByAttempt(llmtest.Error(503, "server_error", "try later").WithHeader("retry-after-ms", "1")))
+	c := newTestClient(t, srv, nil)
+	asked := 0
+	ctx := WithRetryCheck(context.Background(), func() bool { asked++; return asked < 2 })
+	_, err := c.Chat(ctx, userReq("hi"))
+	if !errors.Is(err, ErrNotWanted) || srv.Len() != 2 || asked != 2 {
+		t.Fatalf("err %v, server saw %d requests, asked %d times; want 2 requests, the second retry not made", err, srv.Len(), asked)
+	}
+}
+
 func TestNoRetryOnClientErrors(t *testing.T) {
 	cases := []struct {
 		status   int

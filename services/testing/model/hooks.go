@@ -174,5 +174,13 @@ func Proceed(ctx context.Context, waited bool) bool {
 	return true
 }
 
+// StillWanted asks ctx's gate whether its run is still wanted (true
+// without a gate): a client asks it before calling the endpoint again
+// for a retry, which a cancelled run's answer is not worth.
+func StillWanted(ctx context.Context) bool {
+	g, _ := ctx.Value(gateKey{}).(*Gate)
+	return g == nil || g.Wanted == nil || g.Wanted()
+}
+
 // Dropped reports whether the run was stopped at its gate.
 func (g *Gate) Dropped() bool { return g.dropped.Load() }

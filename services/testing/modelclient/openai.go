@@ -39,7 +39,8 @@ type OpenAI struct {
 // send sends req to the server, timing it.
 func (o OpenAI) send(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, error) {
 	start := time.Now()
-	res, err := o.Client.Chat(ctx, req)
+	// A run cancelled meanwhile calls the server no more for retries.
+	res, err := o.Client.Chat(llm.WithRetryCheck(ctx, func() bool { return model.StillWanted(ctx) }), req)
 	if o.Observe != nil {
 		o.Observe(time.Since(start), err)
 	}
