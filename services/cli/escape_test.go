@@ -27,3 +27,19 @@ func TestControlCharactersAreEscaped(t *testing.T) {
 		t.Fatalf("--json: %q", r.stdout)
 	}
 }
+
+// A line break in text the server sent (an endpoint's error, a ticket's
+// QA comment) never starts a line of its own: what follows it is
+// indented, so it cannot forge a line of the CLI's.
+func TestServerTextCannotForgeALine(t *testing.T) {
+	const forged = `refused\nPASSED  1  test_x  all good`
+	f, base := newFake(t)
+	f.on("GET /v1/convai/test-invocations/tinv_1", reply(200, `{"id":"tinv_1","status":"completed","test_runs":[{"test_id":"test_1","test_name":"Hours","status":"failed","error":"`+forged+strings.Repeat(" long", 30)+`"}]}`))
+	f.on("GET /v1/convai/triage-tickets/tkt_1", reply(200, `{"agentqa_ticket_id":"tkt_1","status":"open","agent_id":"agent_1","title":"t","qa_comment":"`+forged+`"}`))
+	for _, args := range [][]string{{"tests", "invocation", "tinv_1"}, {"tickets", "show", "tkt_1"}} {
+		r := runOn(t, base, args...)
+		if r.code != ExitOK || strings.Contains(r.stdout, "\nPASSED") || !strings.Contains(r.stdout, "\n    PASSED") {
+			t.Fatalf("%v: exit %d, stdout %q", args, r.code, r.stdout)
+		}
+	}
+}

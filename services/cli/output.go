@@ -25,7 +25,7 @@ func table(w io.Writer, header []string, rows [][]string) {
 func fields(w io.Writer, kv ...string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], printable(kv[i+1]))
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[i], indented(printable(kv[i+1])))
 	}
 	tw.Flush()
 }
@@ -55,6 +55,14 @@ func printable(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// indented keeps the lines of a multi-line text the server sent under the
+// line that begins it: each further line is indented, so the text can
+// never print a line of its own that reads as the CLI's (a forged "PASSED"
+// in an endpoint's error, say).
+func indented(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\n    ")
 }
 
 func isControl(r rune) bool {

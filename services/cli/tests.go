@@ -445,7 +445,7 @@ func (a *app) summary(inv invocation, took time.Duration, junit string) {
 	for _, g := range groups {
 		shown := clip(g.reason, 100)
 		if shown != oneLine(g.reason) {
-			full = append(full, fmt.Sprintf("[%d] %s", len(full)+1, printable(g.reason)))
+			full = append(full, fmt.Sprintf("[%d] %s", len(full)+1, indented(printable(g.reason))))
 			shown = clip(g.reason, 96) + fmt.Sprintf(" [%d]", len(full))
 		}
 		rows = append(rows, []string{strings.ToUpper(g.status), strconv.Itoa(g.runs), g.testID, clip(g.name, 40), shown})

@@ -82,10 +82,10 @@ func ticketHistory(t ticket) []string {
 	}
 	var all []change
 	for _, c := range t.StatusChanges {
-		all = append(all, change{c.ChangedAtUnixSecs, fmt.Sprintf("%s %s: status %s", unixTime(c.ChangedAtUnixSecs), orDash(c.ChangedByUserID), printable(c.Status))})
+		all = append(all, change{c.ChangedAtUnixSecs, fmt.Sprintf("%s %s: status %s", unixTime(c.ChangedAtUnixSecs), oneLine(orDash(c.ChangedByUserID)), oneLine(c.Status))})
 	}
 	for _, c := range t.PriorityChanges {
-		all = append(all, change{c.ChangedAtUnixSecs, fmt.Sprintf("%s %s: priority %s", unixTime(c.ChangedAtUnixSecs), printable(dash(c.ChangedByUserID)), printable(orDash(c.Priority)))})
+		all = append(all, change{c.ChangedAtUnixSecs, fmt.Sprintf("%s %s: priority %s", unixTime(c.ChangedAtUnixSecs), oneLine(dash(c.ChangedByUserID)), oneLine(orDash(c.Priority)))})
 	}
 	slices.SortStableFunc(all, func(x, y change) int { return cmp.Compare(x.at, y.at) })
 	out := make([]string, len(all))
