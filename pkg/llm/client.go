@@ -130,10 +130,11 @@ type Config struct {
 	// API is APIChatCompletions (the default: POST .../chat/completions) or
 	// APIResponses (POST .../responses, the Responses API).
 	API string
-	// IdleTimeout bounds the wait between two chunks of a streamed answer,
-	// once its first chunk came (the wait for that is bounded by Timeout
-	// alone: a model may think long before it speaks). Zero or negative:
-	// DefaultIdleTimeout.
+	// IdleTimeout bounds the wait between two chunks of a streamed answer
+	// (a keep-alive comment counts), once its first content or tool-call
+	// delta came (the wait for that is bounded by Timeout alone: a model may
+	// think long before it speaks, after a role-only chunk too). Zero or
+	// negative: DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// MaxStreamBytes bounds a streamed answer as assembled: its content,
 	// reasoning, tool names and arguments. Zero or negative:
@@ -541,15 +542,29 @@ func (c *Client) readStreamed(ctx, actx, sctx context.Context, stop context.Canc
 		res.FirstToken = time.Since(start)
 		return res, false, noHint, nil
 	}
-	var firstToken time.Duration
-	a := newAssembler(c.api, c.maxAnswer, func() { firstToken = time.Since(start) })
-	a.hide = c.hide
+	// The idle time-out runs from the first content or tool-call delta: the
+	// wait for it is the time-out's (a role-only chunk, sent at once by many
+	// servers, is no start of the answer). From then on every event and
+	// every comment (a keep-alive: the server is there) resets it.
 	idle := time.AfterFunc(c.idle, func() { stop(errStalled) })
-	idle.Stop() // started by the first chunk: the wait for it is the time-out's
+	idle.Stop()
 	defer idle.Stop()
+	var firstToken time.Duration
+	begun := false
+	alive := func() {
+		if begun {
+			idle.Reset(c.idle)
+		}
+	}
+	a := newAssembler(c.api, c.maxAnswer, func() {
+		firstToken, begun = time.Since(start), true
+		idle.Reset(c.idle)
+	})
+	a.hide = c.hide
 	// A line may carry the whole answer, JSON-escaped, with room to spare.
 	sr := newSSEReader(br, int(min(2*c.maxAnswer+64<<10, c.maxBody)))
-	res, err := a.read(sr, func() { idle.Reset(c.idle) })
+	sr.comment = alive
+	res, err := a.read(sr, alive)
 	if err != nil {
 		var se *StreamError
 		if !errors.As(err, &se) {

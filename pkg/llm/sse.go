@@ -29,6 +29,8 @@ type sseReader struct {
 	maxLine int
 	lines   int // lines read so far
 	buf     []byte
+	// comment, when set, is called for each comment line (a keep-alive).
+	comment func()
 }
 
 func newSSEReader(r io.Reader, maxLine int) *sseReader {
@@ -83,6 +85,9 @@ func (s *sseReader) next() (sseEvent, error) {
 			continue
 		}
 		if line[0] == ':' {
+			if s.comment != nil {
+				s.comment()
+			}
 			continue // a comment
 		}
 		field, value, _ := bytes.Cut(line, []byte{':'})

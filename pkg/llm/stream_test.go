@@ -247,3 +247,47 @@ func TestAnHTMLPageIsNotTakenForAStream(t *testing.T) {
 		t.Fatalf("got %v, want an HTML page named", err)
 	}
 }
+
+// rawStream serves each request the given SSE lines, with a pause (the
+// server's own pace) at each line "PAUSE"; it answers the server's URL.
+func rawStream(t *testing.T, pause time.Duration, lines ...string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, l := range lines {
+			if l == "PAUSE" {
+				w.(http.Flusher).Flush()
+				time.Sleep(pause)
+				continue
+			}
+			_, _ = w.Write([]byte(l + "\n"))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// The idle time-out runs from the first content: a role-only chunk sent
+// at once, then a model that thinks longer than the idle time-out before
+// its first word, is no stall (the request's time-out bounds that wait);
+// nor is a pause filled with keep-alive comments once it speaks.
+func TestIdleTimeoutRunsFromTheFirstContentAndKeepAlivesCount(t *testing.T) {
+	const role = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`
+	word := func(w string) string { return `data: {"choices":[{"index":0,"delta":{"content":"` + w + `"}}]}` }
+	for name, lines := range map[string][]string{
+		"role chunk, then a long think": {role, "", "PAUSE", "PAUSE", "PAUSE", word("We open"), "", word(" at nine."), "", "data: [DONE]", ""},
+		"keep-alives while it thinks": {role, "", word("We open"), "", "PAUSE", ": ping", "PAUSE", ": ping", "PAUSE", ": ping", "PAUSE", word(" at nine."), "", "data: [DONE]", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := New(Config{BaseURL: rawStream(t, 200*time.Millisecond, lines...), APIKey: testKey, Model: "m", Stream: true,
+				Timeout: 5 * time.Second, IdleTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Chat(context.Background(), userReq("hi"))
+			if err != nil || res.Message.Content != "We open at nine." {
+				t.Fatalf("%+v %v", res, err)
+			}
+		})
+	}
+}
