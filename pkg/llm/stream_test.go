@@ -276,7 +276,7 @@ func TestIdleTimeoutRunsFromTheFirstContentAndKeepAlivesCount(t *testing.T) {
 	word := func(w string) string { return `data: {"choices":[{"index":0,"delta":{"content":"` + w + `"}}]}` }
 	for name, lines := range map[string][]string{
 		"role chunk, then a long think": {role, "", "PAUSE", "PAUSE", "PAUSE", word("We open"), "", word(" at nine."), "", "data: [DONE]", ""},
-		"keep-alives while it thinks": {role, "", word("We open"), "", "PAUSE", ": ping", "PAUSE", ": ping", "PAUSE", ": ping", "PAUSE", word(" at nine."), "", "data: [DONE]", ""},
+		"keep-alives while it thinks":   {role, "", word("We open"), "", "PAUSE", ": ping", "PAUSE", ": ping", "PAUSE", ": ping", "PAUSE", word(" at nine."), "", "data: [DONE]", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := New(Config{BaseURL: rawStream(t, 200*time.Millisecond, lines...), APIKey: testKey, Model: "m", Stream: true,
