@@ -503,18 +503,25 @@ func (c *Client) parse(data []byte) (ChatResponse, error) {
 
 // readStreamed reads a 2xx answer to a streaming request: server-sent
 // events, or (an endpoint that does not stream) one JSON body. Only a
-// failure before its first byte is retried.
+// failure before its first byte is retried, but for an event stream's
+// time-out.
 func (c *Client) readStreamed(ctx, actx, sctx context.Context, stop context.CancelCauseFunc, resp *http.Response, start time.Time) (ChatResponse, bool, time.Duration, error) {
 	const noHint = -1
 	br := bufio.NewReaderSize(resp.Body, 4096)
+	contentType := strings.ToLower(resp.Header.Get("Content-Type"))
 	first, err := firstByte(br)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return ChatResponse{}, false, noHint, fmt.Errorf("%w: an empty body", ErrMalformedResponse)
 		}
+		if strings.Contains(contentType, "text/event-stream") && ctx.Err() == nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded) {
+			// The server began an event stream and sent nothing in the
+			// whole time-out: a stream that did not finish, as one sending
+			// only keep-alives; asking again would only wait as long again.
+			return ChatResponse{}, false, noHint, classifyRead(err, nil, context.Cause(sctx), 0, c.idle, c.timeout)
+		}
 		return ChatResponse{}, true, noHint, c.transportError(ctx, actx, fmt.Errorf("reading response body: %w", err))
 	}
-	contentType := strings.ToLower(resp.Header.Get("Content-Type"))
 	if strings.Contains(contentType, "text/html") {
 		// A proxy's or firewall's page answered for the endpoint: said so,
 		// not taken for an event stream that ended before its first event.

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -289,5 +290,30 @@ func TestIdleTimeoutRunsFromTheFirstContentAndKeepAlivesCount(t *testing.T) {
 				t.Fatalf("%+v %v", res, err)
 			}
 		})
+	}
+}
+
+// An event stream begun (its headers sent) and then silent for the whole
+// time-out is a stream that did not finish, as one sending keep-alives
+// only: not retried, which would only wait as long again.
+func TestASilentEventStreamIsNotRetried(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // silent until the client goes
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Config{BaseURL: srv.URL, APIKey: testKey, Model: "m", Stream: true, Timeout: 300 * time.Millisecond,
+		MaxRetries: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Chat(context.Background(), userReq("hi"))
+	var se *StreamError
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "not finished within the 300ms time-out after 0 chunks") || requests.Load() != 1 {
+		t.Fatalf("err %v, %d requests; want one request and a stream that did not finish", err, requests.Load())
 	}
 }

@@ -46,11 +46,23 @@ type EndpointError struct {
 	// (Err says how: no [DONE], stalled, too large, malformed, an error
 	// event, cut).
 	Stream bool
+	// Answered: the endpoint was reached and answered, with an error
+	// status or with something that is no answer (an HTML page, a body
+	// that is not a chat completion), so the fault is not the network's.
+	Answered bool
+	// Config: the endpoint could not be called as the agent names it (no
+	// or a refused URL, a secret or variable without a value).
+	Config bool
 }
 
 func (e *EndpointError) Error() string {
-	if e.Stream {
+	switch {
+	case e.Stream:
 		return "agent endpoint stream: " + e.Err.Error()
+	case e.Answered:
+		return "agent endpoint answered with an error: " + e.Err.Error()
+	case e.Config:
+		return "agent endpoint not callable: " + e.Err.Error()
 	}
 	return "agent endpoint unreachable: " + e.Err.Error()
 }

@@ -55,7 +55,7 @@ func TestEndpointsRefuseWhatTheyCannotResolve(t *testing.T) {
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","request_headers":{"X-Call":{"variable_name":"nope"}}}}}}`: "dynamic variable nope has no value",
 	} {
 		_, err := e.For(context.Background(), "ws_1", model.ParseAgentConfig([]byte(config)), map[string]string{})
-		if err == nil || !model.IsEndpointError(err) || !strings.HasPrefix(err.Error(), "agent endpoint unreachable: ") || !strings.Contains(err.Error(), want) {
+		if err == nil || !model.IsEndpointError(err) || !strings.HasPrefix(err.Error(), "agent endpoint not callable: ") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", config, err, want)
 		}
 	}

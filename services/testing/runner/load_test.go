@@ -92,7 +92,7 @@ func TestALoadJobCountsFailedTurnsByReason(t *testing.T) {
 	ex := &Executor{Model: offline.Model{}, Agents: endpoints(), Now: time.Now}
 	s := ex.Load(context.Background(), loadJob(srv.URL, 3, 1, 3))
 	if len(s.GetTurnUs()) != 0 || len(s.GetFailures()) != 1 || s.GetFailures()[0].GetCount() != 3 ||
-		!strings.HasPrefix(s.GetFailures()[0].GetReason(), "agent endpoint unreachable: ") {
+		!strings.HasPrefix(s.GetFailures()[0].GetReason(), "agent endpoint answered with an error: ") {
 		t.Fatalf("samples %v", s)
 	}
 	// An agent whose endpoint cannot be set up fails every turn with why.
