@@ -336,13 +336,28 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error
 		if !retryable || attempt > c.maxRetries {
 			return ChatResponse{}, final(attempt, err)
 		}
-		if err := c.sleep(ctx, c.backoff(attempt, hint)); err != nil {
+		waitFrom := time.Now()
+		err = c.sleep(ctx, c.backoff(attempt, hint))
+		if waited, ok := ctx.Value(retryWaitKey{}).(func(time.Duration)); ok {
+			waited(time.Since(waitFrom))
+		}
+		if err != nil {
 			return ChatResponse{}, cancelled(attempt, lastErr, err)
 		}
 		if wanted, ok := ctx.Value(retryCheckKey{}).(func() bool); ok && !wanted() {
 			return ChatResponse{}, fmt.Errorf("llm: not retried after %d attempt(s), the answer no longer wanted (last error: %v): %w", attempt, lastErr, ErrNotWanted)
 		}
 	}
+}
+
+type retryWaitKey struct{}
+
+// WithRetryWait is ctx whose Chat tells waited how long it waited before
+// each retry (the back-off, or what the server asked for): time a caller
+// measuring a server may count as the server's, since only its failure
+// made it.
+func WithRetryWait(ctx context.Context, waited func(time.Duration)) context.Context {
+	return context.WithValue(ctx, retryWaitKey{}, waited)
 }
 
 type retryCheckKey struct{}

@@ -40,7 +40,13 @@ type OpenAI struct {
 func (o OpenAI) send(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, error) {
 	start := time.Now()
 	// A run cancelled meanwhile calls the server no more for retries.
-	res, err := o.Client.Chat(llm.WithRetryCheck(ctx, func() bool { return model.StillWanted(ctx) }), req)
+	cctx := llm.WithRetryCheck(ctx, func() bool { return model.StillWanted(ctx) })
+	if clock, ok := model.WireClockOf(ctx); ok {
+		// A retry's wait is the server's doing (it failed, or asked for the
+		// wait): not the platform's overhead.
+		cctx = llm.WithRetryWait(cctx, clock.Add)
+	}
+	res, err := o.Client.Chat(cctx, req)
 	if o.Observe != nil {
 		o.Observe(time.Since(start), err)
 	}

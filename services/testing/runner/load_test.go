@@ -162,3 +162,28 @@ func TestALoadTurnAnsweredWithNothingFails(t *testing.T) {
 		t.Fatalf("%d first tokens sampled, failures %v; want 6 turns failed as answered with nothing", len(s.GetFirstTokenUs()), s.GetFailures())
 	}
 }
+
+// The wait before a retry is the endpoint's doing (here the Retry-After it
+// asked for), not the platform's overhead.
+func TestARetrysWaitIsNotOverhead(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("retry-after-ms", "300")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"message":"slow down"}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"We open at nine."},"finish_reason":"stop"}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	ex := &Executor{Model: offline.Model{}, Agents: endpoints(), Now: time.Now}
+	s := ex.Load(context.Background(), loadJob(srv.URL, 1, 1, 1))
+	if len(s.GetTurnUs()) != 1 || calls.Load() != 2 {
+		t.Fatalf("%d turns, %d calls, failures %v", len(s.GetTurnUs()), calls.Load(), s.GetFailures())
+	}
+	if turn, over := s.GetTurnUs()[0], s.GetOverheadUs()[0]; turn < 300_000 || over >= 300_000 {
+		t.Fatalf("turn %d µs, overhead %d µs: the 300 ms the endpoint asked to wait was counted as the platform's", turn, over)
+	}
+}
