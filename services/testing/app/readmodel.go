@@ -265,14 +265,13 @@ func SummaryOf(inv *testingv1.Invocation) InvocationSummary {
 		FolderID: inv.GetFolderId(), PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(), TestIDs: testIDs}
 }
 
-// loadSummaryOf is a load test as listed: its steps are its counts.
+// loadSummaryOf is a load test as listed: its steps are its counts. It
+// names no test (TestIDs): a test's reliability, which pages invocations
+// by test, is of runs, and a load test has none.
 func loadSummaryOf(inv *testingv1.Invocation) InvocationSummary {
 	s := InvocationSummary{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(),
 		Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(), CreatedAtUnixNanos: inv.GetCreatedAtUnixNanos(), RepeatCount: inv.GetRepeatCount(),
 		Runs: int64(len(inv.GetLoad().GetSteps())), Status: inv.GetStatus(), FolderID: inv.GetFolderId(), Attempt: 1, Load: true}
-	if t := inv.GetLoad().GetTest(); t != nil {
-		s.TestIDs = []string{t.GetTestId()}
-	}
 	results := inv.GetLoad().GetResults()
 	// A cancel's stopped step keeps figures at the current step: it neither
 	// met nor broke the budget.
