@@ -9,11 +9,12 @@ export function setCSRF(token) {
 }
 
 export class ApiError extends Error {
-  constructor(code, status, message, detail) {
+  constructor(code, status, message, detail, retryAfter = 0) {
     super(message);
     this.code = code; // HTTP status
     this.status = status; // the API's stable status, e.g. ticket_not_found
     this.detail = detail;
+    this.retryAfter = retryAfter; // seconds the answer asked to wait (a 429's, a 503's), 0 when none
   }
 }
 
@@ -49,7 +50,7 @@ export async function api(method, path, body, {raw = false} = {}) {
     if (res.status === 401 && !path.startsWith('/console/session')) {
       dispatchEvent(new CustomEvent('console:signedout', {detail: message}));
     }
-    throw new ApiError(res.status, d.status || '', message, d);
+    throw new ApiError(res.status, d.status || '', message, d, Number(res.headers.get('Retry-After')) || 0);
   }
   return data;
 }

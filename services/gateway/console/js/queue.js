@@ -125,7 +125,7 @@ start(async (main) => {
     const id = t.agentqa_ticket_id;
     // A merged ticket is final: read-only here, as on its own page.
     const writable = can('tickets.update') && t.status !== 'merged';
-    const note = h('span', {class: 'msg', role: 'status'});
+    const note = h('div', {class: 'msg', role: 'status', 'data-note': ''});
     const change = (fieldName) => async (value) => {
       try {
         const updated = await patch('/v1/convai/triage-tickets/' + enc(id), {[fieldName]: value || null});
@@ -139,7 +139,14 @@ start(async (main) => {
         rows.set(id, row);
         if (at) focusField(row, at);
       } catch (e) {
-        say(note, e.message, true);
+        // Not saved: the row shows the ticket as it is again, and why.
+        const old = rows.get(id);
+        const at = old.contains(document.activeElement) ? document.activeElement.dataset.field : '';
+        const row = render(t);
+        old.replaceWith(row);
+        rows.set(id, row);
+        if (at) focusField(row, at);
+        say(row.querySelector('[data-note]'), `Not saved: ${e.message}`, true);
       }
     };
     const cells = {

@@ -112,9 +112,9 @@ function signIn(main, render, why) {
 // old data): stale(error, since) hears of it, with when the page was last
 // up to date, and stale(null) of the next call that succeeds.
 export function poll(fn, ms, stale) {
-  let busy = false, failed = false, since = new Date();
+  let busy = false, failed = false, since = new Date(), waitUntil = 0;
   const tick = async () => {
-    if (busy || document.visibilityState !== 'visible' || !session) return;
+    if (busy || document.visibilityState !== 'visible' || !session || Date.now() < waitUntil) return;
     busy = true;
     try {
       await fn();
@@ -123,7 +123,11 @@ export function poll(fn, ms, stale) {
       failed = false;
     } catch (e) {
       failed = true;
-      stale(e, since); // the next tick tries again
+      // A refusal that says when to ask again (the key's rate limit) is
+      // asked again then, not at every tick, which would only spend the
+      // key's limit further; otherwise the next tick tries again.
+      if (e instanceof ApiError && e.retryAfter > 0) waitUntil = Date.now() + e.retryAfter * 1000;
+      stale(e, since);
     } finally { busy = false; }
   };
   const id = setInterval(tick, ms);
@@ -196,6 +200,11 @@ export async function shown(main, path, back = null) {
     return await get(path);
   } catch (e) {
     failure(main, e);
+    if (e instanceof ApiError && e.code === 429 && e.retryAfter > 0) {
+      // The key's rate limit: the page loads again once it allows.
+      main.append(h('p', {class: 'muted'}, `The page loads again in ${e.retryAfter} s.`));
+      setTimeout(() => location.reload(), e.retryAfter * 1000);
+    }
     if (back) main.append(back);
     return null;
   }
