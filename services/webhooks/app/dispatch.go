@@ -163,7 +163,20 @@ func (d *Dispatch) Fanout(ctx context.Context, evs ...FanoutEvent) Handled {
 				return retryAfter(fanoutRetry)
 			}
 		}
+		// A workspace with its share of the queue waiting queues no more:
+		// its deliveries would wait behind its own backlog anyway, and every
+		// other workspace's would wait behind them. Each is logged as not
+		// sent, and recover replays it.
+		crowded := len(hooks) > 0 && d.Share.Full(ctx, e.WorkspaceID, d.Now())
 		for _, w := range hooks {
+			if crowded {
+				att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: NotQueuedCrowded}, domain.GiveUp)
+				if err := d.Attempts.RecordDurable(ctx, att); err != nil {
+					d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
+					return retryAfter(fanoutRetry)
+				}
+				continue
+			}
 			jobs = append(jobs, Queued{Job: job(w), Traceparent: e.Traceparent})
 		}
 	}

@@ -845,3 +845,36 @@ func TestAnEventGoesToTheWebhookAsItWasWhenStored(t *testing.T) {
 		t.Fatalf("recover: %v %v, want evt_active queued again", resent, err)
 	}
 }
+
+// A workspace with its share of the queue waiting queues no new
+// deliveries: each is logged as not sent, and recover replays it; another
+// workspace's events are queued as before. Before, one workspace whose
+// events outran its receivers queued 300,000 jobs, and every other
+// workspace's deliveries waited minutes behind them.
+func TestAWorkspaceWithItsShareWaitingQueuesNoMore(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	ctx := context.Background()
+	start := d.clock.UnixMilli()
+	d.dispatch.Share = &app.WorkspaceShare{Backlog: &backlogOf{waiting: map[string]uint64{"ws_a": 3, "ws_b": 2}}, Most: 3}
+	crowded := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	other := d.hook(t, "ws_b", []string{"call_ended"}, nil)
+	at := d.clock.Add(time.Second)
+	evs := []app.FanoutEvent{
+		{WorkspaceID: "ws_a", Name: "call_ended", ID: "evt_a", StoredAt: at, Body: func() ([]byte, error) { return []byte(`{}`), nil }},
+		{WorkspaceID: "ws_b", Name: "call_ended", ID: "evt_b", StoredAt: at, Body: func() ([]byte, error) { return []byte(`{}`), nil }},
+	}
+	if h := d.dispatch.Fanout(ctx, evs...); h.Next != app.Done {
+		t.Fatalf("fan-out: %+v", h)
+	}
+	if got := jobIDs(d.queue); len(got) != 1 || got[0] != "evt_b→"+other.WebhookId {
+		t.Fatalf("queued %v; want only the other workspace's delivery", got)
+	}
+	logged := d.attempts.Recent(crowded.WebhookId, domain.LogFilter{}, 1)
+	if len(logged) != 1 || !logged[0].GetFinal() || !strings.Contains(logged[0].GetError(), app.NotQueuedCrowded) {
+		t.Fatalf("logged %v; want a final attempt saying it was not sent", logged)
+	}
+	out, _, err := d.app.Recover(ctx, principal.Caller{Principal: d.caller}, crowded.WebhookId, domain.LogFilter{FromMs: start})
+	if err != nil || len(out) != 1 {
+		t.Fatalf("recover: %v %v; want the delivery", out, err)
+	}
+}

@@ -10,13 +10,19 @@ import (
 // workspace had too many deliveries waiting: recover replays it.
 const NotRetriedCrowded = "not retried: its workspace has too many deliveries waiting (VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE); recover replays it"
 
+// NotQueuedCrowded is the error of a delivery not queued because its
+// workspace had too many deliveries waiting: recover replays it.
+const NotQueuedCrowded = "not sent: its workspace has too many deliveries waiting (VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE); recover replays it"
+
 // WorkspaceShare bounds what one workspace may keep waiting in the
 // delivery queue every workspace shares. A retry waits there, held by the
 // dispatchers' consumer until its time comes: a workspace whose receivers
 // fail with long retry delays (a Retry-After of a day, many webhooks)
 // could fill the consumer's room for held jobs and stall every other
-// workspace's deliveries. Past Most, a delivery that would be retried
-// fails for good instead (logged, recoverable).
+// workspace's deliveries, and one whose events outrun its receivers
+// could queue jobs without end ahead of every other workspace's. Past
+// Most, a delivery that would be retried fails for good instead, and an
+// event's deliveries are not queued (each logged, recoverable).
 type WorkspaceShare struct {
 	Backlog Backlog
 	// Most is how many deliveries one workspace may have waiting, queued
