@@ -102,16 +102,25 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// keyLimits are the limits a key is held to: its own where it has them,
+// within the operator's ceiling (max, 0: none), else the defaults.
+func keyLimits(defaults, max ratelimit.Limits, key keycache.Key) ratelimit.Limits {
+	own := func(def, mine, ceiling int64) int64 {
+		if mine <= 0 {
+			return def
+		}
+		if ceiling > 0 {
+			return min(mine, ceiling)
+		}
+		return mine
+	}
+	return ratelimit.Limits{PerMinute: own(defaults.PerMinute, key.PerMinute, max.PerMinute), PerHour: own(defaults.PerHour, key.PerHour, max.PerHour)}
+}
+
 // admit counts the request against the key's limits and writes the
 // rate-limit headers; false means the request was answered with 429 or 503.
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key keycache.Key) bool {
-	lim := g.settings.Limits
-	if key.PerMinute > 0 {
-		lim.PerMinute = key.PerMinute
-	}
-	if key.PerHour > 0 {
-		lim.PerHour = key.PerHour
-	}
+	lim := keyLimits(g.settings.Limits, g.settings.MaxLimits, key)
 	now := g.now()
 	d, err := g.limiter.Allow(r.Context(), key.ID, lim)
 	if err != nil {

@@ -17,6 +17,10 @@ type Config struct {
 	HTTPAddr           string        `env:"VOICEAI_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	RateLimitPerMinute int64         `env:"VOICEAI_RATE_LIMIT_PER_MINUTE" envDefault:"100"`
 	RateLimitPerHour   int64         `env:"VOICEAI_RATE_LIMIT_PER_HOUR" envDefault:"1000"`
+	// RateLimitMax* hold a key's own limits (which a workspace admin sets)
+	// to the operator's ceiling: 0, none.
+	RateLimitMaxPerMinute int64 `env:"VOICEAI_RATE_LIMIT_MAX_PER_MINUTE" envDefault:"0"`
+	RateLimitMaxPerHour   int64 `env:"VOICEAI_RATE_LIMIT_MAX_PER_HOUR" envDefault:"0"`
 	MaxBodyBytes       int64         `env:"VOICEAI_MAX_BODY_BYTES" envDefault:"1048576"`
 	UpstreamTimeout    time.Duration `env:"VOICEAI_UPSTREAM_TIMEOUT" envDefault:"30s"`
 	TrustedProxies     []string      `env:"VOICEAI_TRUSTED_PROXIES" envSeparator:","`
@@ -36,6 +40,10 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.RateLimitPerMinute < 1 || c.RateLimitPerHour < 1 {
 		errs = append(errs, errors.New("VOICEAI_RATE_LIMIT_PER_MINUTE and VOICEAI_RATE_LIMIT_PER_HOUR must be at least 1"))
+	}
+	if c.RateLimitMaxPerMinute < 0 || c.RateLimitMaxPerHour < 0 ||
+		(c.RateLimitMaxPerMinute > 0 && c.RateLimitMaxPerMinute < c.RateLimitPerMinute) || (c.RateLimitMaxPerHour > 0 && c.RateLimitMaxPerHour < c.RateLimitPerHour) {
+		errs = append(errs, errors.New("VOICEAI_RATE_LIMIT_MAX_PER_MINUTE and VOICEAI_RATE_LIMIT_MAX_PER_HOUR must be 0 (no ceiling) or at least the default they bound"))
 	}
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 64<<20 {
 		errs = append(errs, fmt.Errorf("VOICEAI_MAX_BODY_BYTES %d: want 1024..%d", c.MaxBodyBytes, 64<<20))
@@ -76,6 +84,7 @@ func (c Config) Settings() Settings {
 	proxies, _ := c.proxies()
 	return Settings{
 		Limits:          ratelimit.Limits{PerMinute: c.RateLimitPerMinute, PerHour: c.RateLimitPerHour},
+		MaxLimits:       ratelimit.Limits{PerMinute: c.RateLimitMaxPerMinute, PerHour: c.RateLimitMaxPerHour},
 		MaxBodyBytes:    c.MaxBodyBytes,
 		UpstreamTimeout: c.UpstreamTimeout,
 		TrustedProxies:  proxies,

@@ -32,6 +32,8 @@ import (
 // Settings tune one gateway.
 type Settings struct {
 	Limits          ratelimit.Limits // defaults for keys without their own
+	// MaxLimits is the ceiling of a key's own limits (0: none).
+	MaxLimits ratelimit.Limits
 	MaxBodyBytes    int64
 	UpstreamTimeout time.Duration
 	TrustedProxies  []netip.Prefix // peers whose X-Forwarded-For is believed
