@@ -14,16 +14,16 @@ import (
 // Config is the gateway's environment configuration; the all-in-one
 // binary embeds it too.
 type Config struct {
-	HTTPAddr           string        `env:"VOICEAI_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
-	RateLimitPerMinute int64         `env:"VOICEAI_RATE_LIMIT_PER_MINUTE" envDefault:"100"`
-	RateLimitPerHour   int64         `env:"VOICEAI_RATE_LIMIT_PER_HOUR" envDefault:"1000"`
+	HTTPAddr           string `env:"VOICEAI_HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	RateLimitPerMinute int64  `env:"VOICEAI_RATE_LIMIT_PER_MINUTE" envDefault:"100"`
+	RateLimitPerHour   int64  `env:"VOICEAI_RATE_LIMIT_PER_HOUR" envDefault:"1000"`
 	// RateLimitMax* hold a key's own limits (which a workspace admin sets)
 	// to the operator's ceiling: 0, none.
-	RateLimitMaxPerMinute int64 `env:"VOICEAI_RATE_LIMIT_MAX_PER_MINUTE" envDefault:"0"`
-	RateLimitMaxPerHour   int64 `env:"VOICEAI_RATE_LIMIT_MAX_PER_HOUR" envDefault:"0"`
-	MaxBodyBytes       int64         `env:"VOICEAI_MAX_BODY_BYTES" envDefault:"1048576"`
-	UpstreamTimeout    time.Duration `env:"VOICEAI_UPSTREAM_TIMEOUT" envDefault:"30s"`
-	TrustedProxies     []string      `env:"VOICEAI_TRUSTED_PROXIES" envSeparator:","`
+	RateLimitMaxPerMinute int64         `env:"VOICEAI_RATE_LIMIT_MAX_PER_MINUTE" envDefault:"0"`
+	RateLimitMaxPerHour   int64         `env:"VOICEAI_RATE_LIMIT_MAX_PER_HOUR" envDefault:"0"`
+	MaxBodyBytes          int64         `env:"VOICEAI_MAX_BODY_BYTES" envDefault:"1048576"`
+	UpstreamTimeout       time.Duration `env:"VOICEAI_UPSTREAM_TIMEOUT" envDefault:"30s"`
+	TrustedProxies        []string      `env:"VOICEAI_TRUSTED_PROXIES" envSeparator:","`
 	// ShutdownDelay is how long a stopping gateway goes on serving, not
 	// ready, before it closes its listener: time for a load balancer to
 	// see /readyz fail and send no more, so no connection is still

@@ -31,9 +31,9 @@ import (
 
 // Settings tune one gateway.
 type Settings struct {
-	Limits          ratelimit.Limits // defaults for keys without their own
+	Limits ratelimit.Limits // defaults for keys without their own
 	// MaxLimits is the ceiling of a key's own limits (0: none).
-	MaxLimits ratelimit.Limits
+	MaxLimits       ratelimit.Limits
 	MaxBodyBytes    int64
 	UpstreamTimeout time.Duration
 	TrustedProxies  []netip.Prefix // peers whose X-Forwarded-For is believed
