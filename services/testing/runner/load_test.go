@@ -187,3 +187,16 @@ func TestARetrysWaitIsNotOverhead(t *testing.T) {
 		t.Fatalf("turn %d µs, overhead %d µs: the 300 ms the endpoint asked to wait was counted as the platform's", turn, over)
 	}
 }
+
+// A stopping worker's load job starts no further turn: its callers stop
+// at their next turn without asking the invocation (a SIGTERM waited for
+// every turn of a long load test).
+func TestAStoppingWorkersLoadCallersStop(t *testing.T) {
+	stopping := make(chan struct{})
+	ctx := context.WithValue(context.Background(), stoppingKey{}, (<-chan struct{})(stopping))
+	wanted := (&Worker{}).stillRunning(ctx, "ws_1", "tinv_1") // no App: asking the invocation would panic
+	close(stopping)
+	if wanted() {
+		t.Fatal("a stopping worker's callers go on")
+	}
+}

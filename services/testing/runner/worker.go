@@ -227,7 +227,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			running.Add(1)
 			go func() {
 				defer func() { stop(); sched.Done(q.Workspace, q.Invocation); signal(wake); running.Done() }()
-				jctx := model.WithSlot(context.WithoutCancel(ctx), func() func() {
+				// A job finishes what it began when the worker stops; a load
+				// job's callers start no further turn (stopping).
+				jctx := model.WithSlot(context.WithValue(context.WithoutCancel(ctx), stoppingKey{}, ctx.Done()), func() func() {
 					sched.Paused(q.Workspace)
 					signal(wake)
 					return func() { sched.Resumed(q.Workspace) }
@@ -334,16 +336,31 @@ func (w *Worker) load(ctx context.Context, m app.TakenJob, job *testingv1.RunJob
 	return w.storeLoad(ctx, m, s)
 }
 
-// stillRunning asks whether a load test still runs, for its callers
-// before each next turn: read at most every half second, shared by the
-// job's callers; a read that fails lets them go on.
+// stillRunning asks whether a load test still runs and the worker is not
+// stopping, for its callers before each next turn: the invocation read at
+// most every half second, shared by the job's callers (a read that fails
+// lets them go on). A stopping worker's load job stores the turns its
+// callers played, and ends: its turns are bounded, a load test's run of
+// them is not (20 turns of 500 callers held a SIGTERM for minutes).
 func (w *Worker) stillRunning(ctx context.Context, ws, id string) func() bool {
+	stopping, _ := ctx.Value(stoppingKey{}).(<-chan struct{})
 	c := &sharedCheck{every: 500 * time.Millisecond, now: time.Now, ask: func() bool {
 		cur, _, err := w.App.Invocations.Get(ctx, ws, id)
 		return err != nil || cur.GetStatus() == domain.InvocationRunning
 	}}
-	return c.Wanted
+	return func() bool {
+		select {
+		case <-stopping:
+			return false
+		default:
+			return c.Wanted()
+		}
+	}
 }
+
+// stoppingKey keys a job's word that its worker is stopping (the worker's
+// own context's Done): a job runs on, not cancelled, and asks it.
+type stoppingKey struct{}
 
 // storeLoad stores a load job's samples (once per job), acks the job and
 // checks whether its step is done.
