@@ -120,6 +120,34 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	f.ForwardWithin(w, r, service, f.Timeout)
 }
 
+// bodyWithin is how long a request's body may take to arrive: a client
+// trickling a byte now and then would otherwise hold its connection, and
+// the memory of what it sent, for as long as it likes (the server's
+// ReadHeaderTimeout bounds only the headers; a ReadTimeout on the whole
+// request would end long polls too).
+var bodyWithin = 30 * time.Second
+
+// readBody reads up to maxBody+1 bytes of r's body within bodyWithin
+// (nil for a request without one, most reads: nothing to read or keep).
+func readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	rc := http.NewResponseController(w)
+	limited := rc.SetReadDeadline(time.Now().Add(bodyWithin)) == nil
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		// The deadline stays: the server would otherwise wait, before it
+		// answers, for the rest of the body it discards.
+		w.Header().Set("Connection", "close")
+		return nil, err
+	}
+	if limited {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, nil
+}
+
 // ForwardWithin is Forward with a deadline of its own (0: the
 // Forwarder's), for an operation that takes longer than most.
 func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, service string, timeout time.Duration) {
@@ -127,13 +155,10 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	if maxBody <= 0 {
 		maxBody = httpx.DefaultMaxBody
 	}
-	var body []byte // none for a request without one (most reads): nothing to read or keep
-	if r.Body != nil && r.Body != http.NoBody {
-		var err error
-		if body, err = io.ReadAll(io.LimitReader(r.Body, maxBody+1)); err != nil {
-			httpx.WriteError(w, r, apperr.UnreadableBody)
-			return
-		}
+	body, err := readBody(w, r, maxBody)
+	if err != nil {
+		httpx.WriteError(w, r, apperr.UnreadableBody)
+		return
 	}
 	// A request must also fit in one NATS message with its headers.
 	if limit := f.NC.MaxPayload() - headerAllowance; limit < maxBody {
@@ -183,7 +208,6 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 		msg.Header[k] = ours[i : i+1 : i+1]
 	}
 	var reply *nats.Msg
-	var err error
 	if repeatable(r) && f.HedgeAfter >= 0 {
 		reply, err = f.hedged(ctx, msg)
 	} else {
