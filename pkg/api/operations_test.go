@@ -147,6 +147,18 @@ func TestMalformedQueryIsRefused(t *testing.T) {
 	if err := checkQueryBounds(httptest.NewRequest("GET", "/v1/convai/agents?page_size=1&search=a%25b", nil)); err != nil {
 		t.Errorf("a well-formed query: %v", err)
 	}
+	// Bytes a body's string may not hold, a query's may not either.
+	for _, q := range []string{"search=%00", "search=%ff", "search=ok%c3"} {
+		req := httptest.NewRequest("GET", "/v1/convai/agents?"+q, nil)
+		rec := httptest.NewRecorder()
+		httpx.WriteError(rec, req, checkQueryBounds(req))
+		if rec.Code != 422 || !strings.Contains(rec.Body.String(), `"loc":["query","search"]`) {
+			t.Errorf("%s: %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	if err := checkQueryBounds(httptest.NewRequest("GET", "/v1/convai/agents?search=caf%C3%A9%20%E2%9C%93", nil)); err != nil {
+		t.Errorf("UTF-8 text: %v", err)
+	}
 }
 
 // A write's body in a coding other than identity is refused with 415,

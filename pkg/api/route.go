@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
@@ -221,6 +222,10 @@ func checkQueryBounds(r *http.Request) error {
 			switch {
 			case len(v) > MaxQueryValueLen:
 				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should have at most 1024 bytes", Type: "string_too_long"}}
+			case !utf8.ValidString(v) || strings.ContainsRune(v, 0):
+				// As a body's string is refused: a search for such bytes
+				// would reach the stores as the caller never meant.
+				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should be valid UTF-8 text, without NUL", Type: "string_unicode"}}
 			case QueryIDParams[name] != "" && v != "" && !ids.Valid(v):
 				return IDParams[QueryIDParams[name]].NotFound
 			case strings.HasSuffix(name, "_id") && v != "" && v != "@me" && !ids.Valid(v):
