@@ -298,6 +298,13 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   assert.ok(inv.test_runs.every((r) => r.test_id === created.id && (r.status === 'passed' || r.status === 'failed')));
   const passed = inv.test_runs.filter((r) => r.status === 'passed').length;
   await page.getByText(`${passed} passed, ${2 - passed} failed, 0 pending`).waitFor();
+  // The run list narrows to the runs that did not pass, and back.
+  const runCards = page.getByRole('article', {name: /^Run of /});
+  assert.equal(await runCards.count(), 2);
+  await page.getByLabel('Only the runs that did not pass').check();
+  await page.waitForFunction((n) => document.querySelectorAll('article[aria-label^="Run of "]').length === n, 2 - passed);
+  await page.getByLabel('Only the runs that did not pass').uncheck();
+  await page.waitForFunction(() => document.querySelectorAll('article[aria-label^="Run of "]').length === 2);
   for (const r of inv.test_runs) {
     const card = page.getByRole('article', {name: 'Run of Opening hours'}).filter({hasText: r.test_run_id});
     await card.getByText('Verdict: ' + (r.condition_result.result || r.status)).waitFor();

@@ -110,6 +110,7 @@ export function toolBlocks(turn) {
   return h('div', {},
     calls.map((c) => h('div', {}, h('span', {class: 'badge'}, 'tool call'), ' ', c.tool_name || '',
       h('pre', {}, c.params_as_json || JSON.stringify(c.params ?? c, null, 1)))),
-    results.map((r) => h('div', {}, h('span', {class: 'badge'}, 'tool result'), ' ', r.tool_name || '',
+    // A failed call's result says so: it reads like any other otherwise.
+    results.map((r) => h('div', {}, h('span', {class: r.is_error ? 'badge failed' : 'badge'}, r.is_error ? 'tool error' : 'tool result'), ' ', r.tool_name || '',
       h('pre', {}, typeof r.result_value === 'string' ? r.result_value : JSON.stringify(r, null, 1)))));
 }

@@ -2,9 +2,9 @@
 // run's verdict, the judge's rationale, the transcript (agent responses,
 // tool calls and the mocked results), pass rates, the agent's latency
 // (first token and whole turn), and its JUnit XML.
-import {api, enc} from './api.js';
+import {api, post, enc} from './api.js';
 import {h, replace, say, when, pageParam, button} from './dom.js';
-import {start, noneNamed} from './shell.js';
+import {start, noneNamed, can} from './shell.js';
 import {showRunning, badge, toolBlocks} from './common.js';
 import {latencyText} from './latency.js';
 
@@ -13,7 +13,12 @@ const id = pageParam('id') || '';
 start((main) => (id ? showRunning(main, '/v1/convai/test-invocations/' + enc(id),
   h('p', {}, h('a', {href: 'tests.html'}, '← Tests')), 'Test invocation', render) : noneNamed(main, 'test invocation', 'tests.html', 'Tests')));
 
+// onlyNotPassed keeps the run list to the runs that did not pass (a
+// repeated invocation has hundreds of cards); kept across redraws.
+let onlyNotPassed = false;
+
 function render(inv, agent, msg, body) {
+  const again = () => render(inv, agent, msg, body);
   const runs = inv.test_runs;
   const count = (s) => runs.filter((r) => r.status === s).length;
   const done = inv.status !== 'running';
@@ -40,14 +45,28 @@ function render(inv, agent, msg, body) {
           (inv.agent_latency?.turns ? ` (${inv.agent_latency.turns} agent turn${inv.agent_latency.turns === 1 ? '' : 's'})` : ''))),
       h('label', {for: 'progress'}, 'Progress'),
       h('progress', {id: 'progress', max: runs.length || 1, value: runs.length - count('pending')}),
-      done ? button('Download JUnit XML', () => junit(msg), {class: 'secondary'}) : null),
+      done ? button('Download JUnit XML', () => junit(msg), {class: 'secondary'}) : null,
+      // Its runs not started yet will not run; those under way finish.
+      !done && can('testing.cancel_invocation') ? button('Cancel the runs not started', () => cancel(msg), {class: 'danger'}) : null),
     h('section', {'aria-labelledby': 'rates-h'}, h('h2', {id: 'rates-h'}, 'Pass rate per test'),
       h('table', {class: 'cards'}, h('thead', {}, h('tr', {}, ['Test', 'Passed', 'Pass rate'].map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, [...byTest].map(([tid, g]) => h('tr', {},
           h('td', {'data-label': 'Test'}, h('a', {href: 'tests.html?test=' + enc(tid)}, g.name)),
           h('td', {'data-label': 'Passed'}, `${g.passed} of ${g.runs}`),
           h('td', {'data-label': 'Pass rate'}, g.runs ? `${Math.round(100 * g.passed / g.runs)}%` : '—')))))),
-    h('section', {'aria-labelledby': 'runs-h'}, h('h2', {id: 'runs-h'}, 'Runs'), runs.map(runCard)));
+    h('section', {'aria-labelledby': 'runs-h'}, h('h2', {id: 'runs-h'}, 'Runs'),
+      h('label', {}, h('input', {type: 'checkbox', checked: onlyNotPassed, 'data-focus': 'only-not-passed',
+        on: {change: (e) => { onlyNotPassed = e.target.checked; again(); }}}), ' Only the runs that did not pass'),
+      runs.filter((r) => !onlyNotPassed || r.status !== 'passed').map(runCard)));
+}
+
+async function cancel(msg) {
+  try {
+    await post('/v1/convai/test-invocations/' + enc(id) + '/cancel');
+    say(msg, 'Cancelled: the runs not started will not run; those under way finish.');
+  } catch (e) {
+    say(msg, e.message, true);
+  }
 }
 
 async function junit(msg) {

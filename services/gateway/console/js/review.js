@@ -64,6 +64,9 @@ start(async (main) => {
     const el = h('li', {tabindex: -1, 'data-run': run.run_id, 'aria-describedby': 'review-keys'},
       h('article', {'aria-label': `Run ${run.run_id} of ${run.test_name}`},
         h('h2', {}, run.test_name, ' ', badge(run.status), ' ', h('span', {class: 'muted'}, run.run_id)),
+        // Where it came from, to read it whole.
+        h('p', {class: 'muted'}, run.test_id ? [h('a', {href: 'tests.html?test=' + enc(run.test_id)}, 'the test'), ' · '] : null,
+          h('a', {href: 'invocation.html?id=' + enc(run.invocation_id)}, 'its invocation')),
         h('p', {}, 'Why here: ', run.reasons.map((r) => r.replace(/_/g, ' ')).join(', '),
           run.judge_votes.length > 1 ? ` (votes: ${run.judge_votes.join(', ')})` : ''),
         h('p', {}, h('strong', {}, `Judge (${run.judge_model || 'unknown'}) said: ${verdict}.`), ' ', run.condition_result.rationale?.summary || ''),

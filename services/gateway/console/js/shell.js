@@ -84,7 +84,7 @@ function signIn(main, render, why) {
   const msg = h('p', {class: 'msg'});
   const form = h('form', {class: 'card signin', 'aria-labelledby': 'signin-title'},
     h('h1', {id: 'signin-title'}, 'Sign in'),
-    h('p', {}, 'Paste an API key. The console keeps it in an HttpOnly cookie for this browser session (8 hours at most) and can do only what the key may.'),
+    h('p', {}, 'Paste an API key. The console keeps it, sealed, in an HttpOnly cookie for 8 hours (closing the browser does not end that: sign out does) and can do only what the key may.'),
     field('API key', key),
     h('button', {type: 'submit'}, 'Sign in'), msg);
   onSubmit(form, async () => {
