@@ -32,6 +32,7 @@ type TestReliability struct {
 type InvocationReliability struct {
 	Reliability
 	InvocationID  string       `json:"invocation_id"`
+	AgentID       string       `json:"agent_id"` // a test may run against several agents
 	CreatedAtUnix int64        `json:"created_at_unix_secs"`
 	AgentLatency  AgentLatency `json:"agent_latency"`
 }

@@ -22,6 +22,7 @@ const (
 // time to first token, in milliseconds), for the latency a caller heard.
 type InvocationReliability struct {
 	InvocationID  string
+	AgentID       string
 	CreatedAtUnix int64
 	domain.Reliability
 	TurnMs, FirstTokenMs []int64
@@ -81,7 +82,7 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 			}
 		}
 		if n > 0 {
-			per = append(per, InvocationReliability{InvocationID: s.ID, CreatedAtUnix: s.CreatedAtUnix, Reliability: domain.NewReliability(p, n, k),
+			per = append(per, InvocationReliability{InvocationID: s.ID, AgentID: s.AgentID, CreatedAtUnix: s.CreatedAtUnix, Reliability: domain.NewReliability(p, n, k),
 				TurnMs: turnMs, FirstTokenMs: firstTokenMs})
 			passed, runs = passed+p, runs+n
 		}

@@ -66,7 +66,7 @@ func (h *Handlers) GetTest(c *api.Call) (any, error) {
 	var turnMs, firstTokenMs []int64
 	for i, p := range per {
 		rel.Invocations[i] = wire.InvocationReliability{Reliability: ReliabilityView(p.Reliability),
-			InvocationID: p.InvocationID, CreatedAtUnix: p.CreatedAtUnix, AgentLatency: latencyOf(p.TurnMs, p.FirstTokenMs)}
+			InvocationID: p.InvocationID, AgentID: p.AgentID, CreatedAtUnix: p.CreatedAtUnix, AgentLatency: latencyOf(p.TurnMs, p.FirstTokenMs)}
 		turnMs, firstTokenMs = append(turnMs, p.TurnMs...), append(firstTokenMs, p.FirstTokenMs...)
 	}
 	rel.AgentLatency = latencyOf(turnMs, firstTokenMs)
