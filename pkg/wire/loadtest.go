@@ -25,7 +25,8 @@ type LoadTest struct {
 type LoadStep struct {
 	Step        int           `json:"step"`
 	Callers     int           `json:"callers"`
-	Status      string        `json:"status"` // pending, running, completed, cancelled
+	PeakCallers *int          `json:"peak_callers,omitempty"` // the most calling at once; nil: not known
+	Status      string        `json:"status"`                 // pending, running, completed, cancelled
 	Turns       int64         `json:"turns"`
 	FailedTurns int64         `json:"failed_turns"`
 	FailedShare float64       `json:"failed_share"`

@@ -139,7 +139,11 @@ func (a *app) loadSummary(lt wire.LoadTest) {
 		if s.Status == "completed" {
 			failed = fmt.Sprintf("%d (%.1f%%)", s.FailedTurns, 100*s.FailedShare)
 		}
-		rows = append(rows, []string{strconv.Itoa(s.Step + 1), strconv.Itoa(s.Callers), s.Status, strconv.FormatInt(s.Turns, 10), failed,
+		callers := strconv.Itoa(s.Callers)
+		if s.PeakCallers != nil && *s.PeakCallers < s.Callers {
+			callers += fmt.Sprintf(" (%d at once)", *s.PeakCallers) // the runners could not start them all together
+		}
+		rows = append(rows, []string{strconv.Itoa(s.Step + 1), callers, s.Status, strconv.FormatInt(s.Turns, 10), failed,
 			ms(s.FirstTokenMs), ms(s.TurnMs), over, budget})
 	}
 	fmt.Fprintf(a.stdout, "Load test %s (%s): %s\n", lt.ID, oneLine(lt.TestName), lt.Status)

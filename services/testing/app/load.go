@@ -195,6 +195,7 @@ func (a *App) checkLoadStep(ctx context.Context, inv *testingv1.Invocation) (boo
 		}
 		s := ev.GetSamples()
 		ls := domain.LoadSample{Callers: int(s.GetCallers()), FirstTokenUs: s.GetFirstTokenUs(), TurnUs: s.GetTurnUs(), OverheadUs: s.GetOverheadUs(),
+			StartedMs: s.GetStartedAtUnixMs(), FinishedMs: s.GetFinishedAtUnixMs(),
 			Failures: map[string]int64{}}
 		for _, f := range s.GetFailures() {
 			ls.Failures[f.GetReason()] += f.GetCount()
@@ -297,7 +298,7 @@ func LoadStepProto(s domain.LoadStep) *testingv1.LoadStepResult {
 		FirstTokenP50Ms: s.FirstTokenP50Ms, FirstTokenP95Ms: s.FirstTokenP95Ms, FirstTokenMaxMs: s.FirstTokenMaxMs,
 		TurnP50Ms: s.TurnP50Ms, TurnP95Ms: s.TurnP95Ms, TurnMaxMs: s.TurnMaxMs,
 		OverheadP50Us: s.OverheadP50Us, OverheadP95Us: s.OverheadP95Us, MetBudget: s.MetBudget,
-		JobsReported: int32(s.JobsReported), Jobs: int32(s.Jobs)}
+		JobsReported: int32(s.JobsReported), Jobs: int32(s.Jobs), PeakCallers: int32(s.PeakCallers)}
 	for _, f := range s.Failures {
 		r.Failures = append(r.Failures, &testingv1.LoadFailure{Reason: f.Reason, Count: f.Count})
 	}

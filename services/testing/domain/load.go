@@ -58,6 +58,9 @@ type LoadSample struct {
 	TurnUs       []int64
 	OverheadUs   []int64
 	Failures     map[string]int64
+	// StartedMs and FinishedMs are when the job's callers began calling
+	// together and when its last ended (0: not known).
+	StartedMs, FinishedMs int64
 }
 
 // LoadStep is one finished step's figures. Percentiles are nearest-rank
@@ -79,6 +82,11 @@ type LoadStep struct {
 	MetBudget       bool
 	JobsReported    int
 	Jobs            int
+	// PeakCallers is the most callers whose jobs were calling at once
+	// (0: not known): fewer than Callers when the runners could not start
+	// the step's jobs together, so the step did not put all its callers on
+	// the endpoint at once.
+	PeakCallers int
 }
 
 // LoadFailure is how many turns failed for one reason.
@@ -130,7 +138,32 @@ func SummarizeLoadStep(callers, jobs, turnsPerCaller int, samples []LoadSample, 
 	s.OverheadP50Us, _ = NearestRankPercentile(over, 0.5)
 	s.OverheadP95Us, _ = NearestRankPercentile(over, 0.95)
 	s.MetBudget = s.FailedTurns == 0 && len(turn) > 0 && len(s.BudgetBreaches(budget)) == 0
+	s.PeakCallers = PeakCallers(samples)
 	return s
+}
+
+// PeakCallers is the most callers whose jobs were calling at once: a sweep
+// over the jobs' spans, a job that ended as another began not counted with
+// it. 0 when a job's span is not known.
+func PeakCallers(samples []LoadSample) int {
+	type edge struct {
+		at      int64
+		callers int
+	}
+	edges := make([]edge, 0, 2*len(samples))
+	for _, x := range samples {
+		if x.StartedMs == 0 || x.FinishedMs < x.StartedMs {
+			return 0
+		}
+		edges = append(edges, edge{x.StartedMs, x.Callers}, edge{x.FinishedMs, -x.Callers})
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.callers, b.callers)) })
+	peak, now := 0, 0
+	for _, e := range edges {
+		now += e.callers
+		peak = max(peak, now)
+	}
+	return peak
 }
 
 // BudgetBreaches are the budgets the step's p95s go over.

@@ -61,3 +61,26 @@ func TestSummarizeLoadStep(t *testing.T) {
 		t.Fatalf("lost job: %+v", lost)
 	}
 }
+
+// A step's peak is the most callers whose jobs were calling at once: two
+// jobs together count both, a job started once another ended does not add
+// to it, and a job whose span is not known leaves the peak unknown.
+func TestPeakCallers(t *testing.T) {
+	job := func(callers int, from, to int64) LoadSample {
+		return LoadSample{Callers: callers, StartedMs: from, FinishedMs: to}
+	}
+	for _, c := range []struct {
+		name    string
+		samples []LoadSample
+		want    int
+	}{
+		{"together", []LoadSample{job(50, 1000, 5000), job(50, 1010, 4000)}, 100},
+		{"one after the other", []LoadSample{job(50, 1000, 5000), job(50, 5000, 9000)}, 50},
+		{"some overlap", []LoadSample{job(50, 1000, 5000), job(50, 1000, 5000), job(40, 4000, 8000), job(40, 6000, 9000)}, 140},
+		{"a span not known", []LoadSample{job(50, 1000, 5000), {Callers: 50}}, 0},
+	} {
+		if got := PeakCallers(c.samples); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}

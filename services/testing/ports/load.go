@@ -41,6 +41,9 @@ func LoadTestView(inv *testingv1.Invocation) wire.LoadTest {
 				st.Status = "cancelled" // stopped running: its figures are over the callers that played
 			}
 			st.Turns, st.FailedTurns = res.GetTurns(), res.GetFailedTurns()
+			if p := int(res.GetPeakCallers()); p > 0 {
+				st.PeakCallers = &p
+			}
 			if res.GetTurns() > 0 {
 				st.FailedShare = float64(res.GetFailedTurns()) / float64(res.GetTurns())
 			}

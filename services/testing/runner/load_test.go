@@ -68,6 +68,9 @@ func TestALoadJobCallsPastTheEndpointsUsualLimit(t *testing.T) {
 	if got := srv.most.Load(); got < 6 {
 		t.Fatalf("at most %d requests in flight: the load job kept to the endpoint's usual limit of 2", got)
 	}
+	if s.GetStartedAtUnixMs() == 0 || s.GetFinishedAtUnixMs() < s.GetStartedAtUnixMs()+60 { // two turns of 30 ms each
+		t.Fatalf("the callers' span %d..%d ms", s.GetStartedAtUnixMs(), s.GetFinishedAtUnixMs())
+	}
 	for i, turn := range s.GetTurnUs() {
 		if turn < 30_000 || s.GetFirstTokenUs()[i] > turn || s.GetOverheadUs()[i] <= 0 || s.GetOverheadUs()[i] >= turn {
 			t.Fatalf("turn %d: %d µs, first token %d µs, overhead %d µs", i, turn, s.GetFirstTokenUs()[i], s.GetOverheadUs()[i])

@@ -60,7 +60,8 @@ function stepsTable(steps) {
     h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))),
     h('tbody', {}, steps.map((s) => h('tr', {},
       h('td', {'data-label': 'Step'}, String(s.step + 1)),
-      h('td', {'data-label': 'Callers'}, String(s.callers)),
+      // Fewer at once when the runners could not start them all together.
+      h('td', {'data-label': 'Callers'}, String(s.callers) + (s.peak_callers != null && s.peak_callers < s.callers ? ` (${s.peak_callers} at once)` : '')),
       h('td', {'data-label': 'Status'}, badge(s.status)),
       h('td', {'data-label': 'Turns'}, String(s.turns)),
       h('td', {'data-label': 'Failed'}, s.status === 'completed' ? `${s.failed_turns} (${(100 * s.failed_share).toFixed(1)}%)` : '—'),

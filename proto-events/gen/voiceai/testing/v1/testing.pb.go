@@ -1001,8 +1001,12 @@ type LoadStepResult struct {
 	StartedAtUnixMs  int64 `protobuf:"varint,14,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
 	FinishedAtUnixMs int64 `protobuf:"varint,15,opt,name=finished_at_unix_ms,json=finishedAtUnixMs,proto3" json:"finished_at_unix_ms,omitempty"`
 	// Jobs of the step whose samples were stored (of jobs queued).
-	JobsReported  int32 `protobuf:"varint,16,opt,name=jobs_reported,json=jobsReported,proto3" json:"jobs_reported,omitempty"`
-	Jobs          int32 `protobuf:"varint,17,opt,name=jobs,proto3" json:"jobs,omitempty"`
+	JobsReported int32 `protobuf:"varint,16,opt,name=jobs_reported,json=jobsReported,proto3" json:"jobs_reported,omitempty"`
+	Jobs         int32 `protobuf:"varint,17,opt,name=jobs,proto3" json:"jobs,omitempty"`
+	// The most callers whose jobs were calling at once: fewer than callers
+	// when the runners could not start all the step's jobs together (0: not
+	// known, a step recorded before it was kept).
+	PeakCallers   int32 `protobuf:"varint,18,opt,name=peak_callers,json=peakCallers,proto3" json:"peak_callers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1156,23 +1160,34 @@ func (x *LoadStepResult) GetJobs() int32 {
 	return 0
 }
 
+func (x *LoadStepResult) GetPeakCallers() int32 {
+	if x != nil {
+		return x.PeakCallers
+	}
+	return 0
+}
+
 // LoadSamples are what one job of a load step measured: one entry per
 // turn the endpoint answered (first token, whole turn, the platform's
 // overhead), and the failed turns counted by reason.
 type LoadSamples struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
-	InvocationId  string                 `protobuf:"bytes,2,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
-	Step          int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
-	Job           int32                  `protobuf:"varint,4,opt,name=job,proto3" json:"job,omitempty"`
-	Callers       int32                  `protobuf:"varint,5,opt,name=callers,proto3" json:"callers,omitempty"`
-	FirstTokenUs  []int64                `protobuf:"varint,6,rep,packed,name=first_token_us,json=firstTokenUs,proto3" json:"first_token_us,omitempty"`
-	TurnUs        []int64                `protobuf:"varint,7,rep,packed,name=turn_us,json=turnUs,proto3" json:"turn_us,omitempty"`
-	OverheadUs    []int64                `protobuf:"varint,8,rep,packed,name=overhead_us,json=overheadUs,proto3" json:"overhead_us,omitempty"`
-	Failures      []*LoadFailure         `protobuf:"bytes,9,rep,name=failures,proto3" json:"failures,omitempty"`
-	WorkerId      string                 `protobuf:"bytes,10,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId  string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	InvocationId string                 `protobuf:"bytes,2,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	Step         int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	Job          int32                  `protobuf:"varint,4,opt,name=job,proto3" json:"job,omitempty"`
+	Callers      int32                  `protobuf:"varint,5,opt,name=callers,proto3" json:"callers,omitempty"`
+	FirstTokenUs []int64                `protobuf:"varint,6,rep,packed,name=first_token_us,json=firstTokenUs,proto3" json:"first_token_us,omitempty"`
+	TurnUs       []int64                `protobuf:"varint,7,rep,packed,name=turn_us,json=turnUs,proto3" json:"turn_us,omitempty"`
+	OverheadUs   []int64                `protobuf:"varint,8,rep,packed,name=overhead_us,json=overheadUs,proto3" json:"overhead_us,omitempty"`
+	Failures     []*LoadFailure         `protobuf:"bytes,9,rep,name=failures,proto3" json:"failures,omitempty"`
+	WorkerId     string                 `protobuf:"bytes,10,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// When the job's callers began calling together, and when its last
+	// ended (0: a job of a runner before these were kept).
+	StartedAtUnixMs  int64 `protobuf:"varint,11,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
+	FinishedAtUnixMs int64 `protobuf:"varint,12,opt,name=finished_at_unix_ms,json=finishedAtUnixMs,proto3" json:"finished_at_unix_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *LoadSamples) Reset() {
@@ -1273,6 +1288,20 @@ func (x *LoadSamples) GetWorkerId() string {
 		return x.WorkerId
 	}
 	return ""
+}
+
+func (x *LoadSamples) GetStartedAtUnixMs() int64 {
+	if x != nil {
+		return x.StartedAtUnixMs
+	}
+	return 0
+}
+
+func (x *LoadSamples) GetFinishedAtUnixMs() int64 {
+	if x != nil {
+		return x.FinishedAtUnixMs
+	}
+	return 0
 }
 
 // Usage of a model during a run.
@@ -2985,7 +3014,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x04test\x18\b \x01(\v2\x1f.voiceai.testing.v1.PlannedTestR\x04test\";\n" +
 	"\vLoadFailure\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x03R\x05count\"\x8b\x05\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"\xae\x05\n" +
 	"\x0eLoadStepResult\x12\x18\n" +
 	"\acallers\x18\x01 \x01(\x05R\acallers\x12\x14\n" +
 	"\x05turns\x18\x02 \x01(\x03R\x05turns\x12!\n" +
@@ -3005,7 +3034,8 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x12started_at_unix_ms\x18\x0e \x01(\x03R\x0fstartedAtUnixMs\x12-\n" +
 	"\x13finished_at_unix_ms\x18\x0f \x01(\x03R\x10finishedAtUnixMs\x12#\n" +
 	"\rjobs_reported\x18\x10 \x01(\x05R\fjobsReported\x12\x12\n" +
-	"\x04jobs\x18\x11 \x01(\x05R\x04jobs\"\xcf\x02\n" +
+	"\x04jobs\x18\x11 \x01(\x05R\x04jobs\x12!\n" +
+	"\fpeak_callers\x18\x12 \x01(\x05R\vpeakCallers\"\xab\x03\n" +
 	"\vLoadSamples\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x12\n" +
@@ -3018,7 +3048,9 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"overheadUs\x12;\n" +
 	"\bfailures\x18\t \x03(\v2\x1f.voiceai.testing.v1.LoadFailureR\bfailures\x12\x1b\n" +
 	"\tworker_id\x18\n" +
-	" \x01(\tR\bworkerId\"\x82\x02\n" +
+	" \x01(\tR\bworkerId\x12+\n" +
+	"\x12started_at_unix_ms\x18\v \x01(\x03R\x0fstartedAtUnixMs\x12-\n" +
+	"\x13finished_at_unix_ms\x18\f \x01(\x03R\x10finishedAtUnixMs\"\x82\x02\n" +
 	"\n" +
 	"ModelUsage\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
