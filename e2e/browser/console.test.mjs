@@ -719,6 +719,10 @@ test('a read-only key sees no control that would be refused', async () => {
   assert.equal(await p.locator('main select').count(), 0);
   await accessible(p, 'ticket-read-only');
   await shoot(p, 'ticket-read-only');
+  // The keys page says what the key may not do, under its heading.
+  await p.goto('/console/keys.html');
+  await p.getByRole('heading', {name: 'API keys'}).waitFor();
+  await p.getByText('This key may not list service accounts and their keys').waitFor();
   // Signing out ends the session: the page asks for a key again.
   await p.getByRole('button', {name: 'Sign out'}).click();
   await p.getByLabel('API key').waitFor();

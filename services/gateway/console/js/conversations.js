@@ -129,10 +129,15 @@ start(async (main) => {
         writable ? [' ', button('Detach', act(() => del('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags/' + enc(id))), {class: 'secondary', 'aria-label': 'Detach ' + (tagNames.get(id) ?? id), 'data-focus': 'detach-' + id})] : null))),
       writable ? h('p', {}, attach.options.length ? [attach, ' ', button('Attach tag', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [attach.value]})), {'data-focus': 'attach-tag'})] : null,
         ' ', newTag, ' ', button('Create and attach', act(async () => {
-          const t = await post('/v1/convai/tags', {title: newTag.value.trim()});
-          tags.push(t);
-          tagNames.set(t.tag_id, t.title);
-          f.tag.append(h('option', {value: t.tag_id}, t.title));
+          // A tag of that title already there is attached, not made twice.
+          const title = newTag.value.trim();
+          let t = tags.find((x) => x.title.trim().toLowerCase() === title.toLowerCase());
+          if (!t) {
+            t = await post('/v1/convai/tags', {title});
+            tags.push(t);
+            tagNames.set(t.tag_id, t.title);
+            f.tag.append(h('option', {value: t.tag_id}, t.title));
+          }
           await post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [t.tag_id]});
           newTag.value = ''; // attached: the title is not kept for the next drawing
         }), {'data-focus': 'create-tag'})) : null,

@@ -80,8 +80,17 @@ start(async (main) => {
     replace(forms, keyForm, can('identity.create_account') ? accForm : null);
   }
 
+  if (!can('identity.list_accounts')) {
+    // Said as what the key may not do, under the page's heading, not as
+    // the API's refusal in place of the page.
+    replace(main, h('h1', {}, 'API keys'),
+      h('p', {}, 'This key may not list service accounts and their keys: that needs workspace_read, workspace_members_read or service_account_write.'));
+    return;
+  }
   try {
     await load();
     renderForms();
-  } catch (e) { failure(main, e); }
+  } catch (e) {
+    failure(box, e);
+  }
 });

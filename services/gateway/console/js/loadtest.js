@@ -157,7 +157,9 @@ async function startForm(main) {
     return;
   }
   const agents = await agentList().catch(() => []);
-  const agent = h('select', {name: 'agent_id', required: true}, agents.map((a) => h('option', {value: a.agent_id}, a.name)));
+  // Among several agents, none is chosen for the person.
+  const agent = h('select', {name: 'agent_id', required: true},
+    agents.length > 1 ? h('option', {value: ''}, 'Choose the agent…') : null, agents.map((a) => h('option', {value: a.agent_id}, a.name)));
   const test = h('input', {name: 'test_id', required: true, spellcheck: 'false', autocomplete: 'off'});
   const steps = h('input', {name: 'steps', required: true, value: '1,10,50', pattern: '\\s*\\d+(\\s*,\\s*\\d+)*\\s*', spellcheck: 'false'});
   const turns = h('input', {name: 'turns_per_caller', type: 'number', min: 1, max: 20, value: 1});

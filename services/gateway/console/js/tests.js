@@ -59,7 +59,11 @@ start(async (main) => {
   let runForm = null;
   if (runnable && (test || tests.length)) {
     const agents = await agentList().catch(() => []);
-    const agent = select({name: 'agent', required: true}, agents.map((a) => [a.agent_id, a.name]), runOn);
+    // Among several agents, none is chosen for the person (the newest is
+    // not the one they mean more often than another), unless they came
+    // from one.
+    const choose = agents.length > 1 && !runOn ? [['', 'Choose the agent…']] : [];
+    const agent = select({name: 'agent', required: true}, [...choose, ...agents.map((a) => [a.agent_id, a.name])], runOn);
     const repeat = h('input', {type: 'number', name: 'repeat', min: 1, max: 50, value: 1, required: true});
     runForm = h('form', {class: 'card', 'aria-labelledby': 'run-h'}, h('h2', {id: 'run-h'}, test ? 'Run this test' : 'Run tests'),
       test ? h('p', {}, `Runs "${test.name}" alone. To run several tests, tick them in `,
@@ -79,10 +83,12 @@ start(async (main) => {
   }
 
   const invocations = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
-  get('/v1/convai/test-invocations' + query({page_size: 10})).then((p) => replace(invocations, p.results.length
+  // Each names the agent it ran on: the same tests run on several.
+  Promise.all([get('/v1/convai/test-invocations' + query({page_size: 10})), agentList().catch(() => [])]).then(([p, agents]) => replace(invocations, p.results.length
     ? h('ul', {}, p.results.map((i) => h('li', {},
       h('a', {href: 'invocation.html?id=' + enc(i.id)}, i.title || i.id), ' ', badge(i.status),
-      h('span', {class: 'muted'}, ` · ${i.passed_count} passed, ${i.failed_count} failed, ${i.pending_count} pending · ${when(i.created_at_unix_secs)}`))))
+      h('span', {class: 'muted'}, ` · on ${agents.find((a) => a.agent_id === i.agent_id)?.name ?? i.agent_id}` +
+        ` · ${i.passed_count} passed, ${i.failed_count} failed, ${i.pending_count} pending · ${when(i.created_at_unix_secs)}`))))
     : h('p', {class: 'muted'}, 'No invocation yet.')), (e) => replace(invocations, h('p', {class: 'msg error'}, e.message)));
 
   replace(main,
