@@ -850,6 +850,23 @@ test('a page for an id that does not exist says so, in place of the page', async
   }
 });
 
+test('a key revoked while signed in is said to be revoked, not a session that ended', async () => {
+  const acc = await api('POST', '/v1/service-accounts', {name: 'revoked-soon'});
+  const user = acc['service-account-user-id'];
+  const made = await api('POST', `/v1/service-accounts/${user}/api-keys`, {name: 'soon', permissions: ['convai_read']});
+  const ctx = await browser.newContext({baseURL: base, viewport: {width: 1440, height: 900}});
+  ctx.setDefaultTimeout(10000);
+  const p = await ctx.newPage();
+  await p.goto('/console/');
+  await p.getByLabel('API key').fill(made['xi-api-key']);
+  await p.getByRole('button', {name: 'Sign in'}).click();
+  await p.getByRole('heading', {name: 'Triage queue'}).waitFor();
+  await api('DELETE', `/v1/service-accounts/${user}/api-keys/${made.key_id}`);
+  // The queue's next poll is refused: the page says why.
+  await p.getByText('The API key has been revoked. Sign in with another key.').waitFor();
+  await ctx.close();
+});
+
 test('no dialog, CSP violation, script error or third-party request', () => {
   assert.deepEqual(problems, []);
 });

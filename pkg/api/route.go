@@ -222,14 +222,15 @@ func checkQueryBounds(r *http.Request) error {
 			switch {
 			case len(v) > MaxQueryValueLen:
 				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should have at most 1024 bytes", Type: "string_too_long"}}
-			case !utf8.ValidString(v) || strings.ContainsRune(v, 0):
-				// As a body's string is refused: a search for such bytes
-				// would reach the stores as the caller never meant.
-				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should be valid UTF-8 text, without NUL", Type: "string_unicode"}}
 			case QueryIDParams[name] != "" && v != "" && !ids.Valid(v):
 				return IDParams[QueryIDParams[name]].NotFound
 			case strings.HasSuffix(name, "_id") && v != "" && v != "@me" && !ids.Valid(v):
 				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: httpx.IDMessage, Type: "string_pattern_mismatch"}}
+			case !utf8.ValidString(v) || strings.ContainsRune(v, 0):
+				// As a body's string is refused: a search for such bytes
+				// would reach the stores as the caller never meant. (An id
+				// is answered above, as any malformed id is.)
+				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should be valid UTF-8 text, without NUL", Type: "string_unicode"}}
 			}
 		}
 	}

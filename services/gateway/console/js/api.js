@@ -48,7 +48,7 @@ export async function api(method, path, body, {raw = false} = {}) {
     const message = typeof d.message === 'string' ? d.message
       : Array.isArray(d) ? d.map((e) => e.msg).join('; ') : 'HTTP ' + res.status;
     if (res.status === 401 && !path.startsWith('/console/session')) {
-      dispatchEvent(new CustomEvent('console:signedout', {detail: message}));
+      dispatchEvent(new CustomEvent('console:signedout', {detail: {status: d.status || '', message}}));
     }
     throw new ApiError(res.status, d.status || '', message, d, Number(res.headers.get('Retry-After')) || 0);
   }

@@ -55,9 +55,14 @@ start(async (main) => {
     exclude_statuses: f.done.checked ? 'in-progress' : '', summary_mode: f.summaries.checked ? 'include' : '',
   });
 
+  // asked counts the listings asked for: an answer to one asked before the
+  // last (filters changed meanwhile) is dropped, not drawn over it.
+  let asked = 0;
   async function load(first) {
+    const mine = ++asked;
     try {
       const page = await get('/v1/convai/conversations' + query({...params(), page_size: 50, cursor: first ? '' : cursor}));
+      if (mine !== asked) return;
       if (first) { body.replaceChildren(); shown = 0; }
       for (const c of page.conversations) body.append(...render(c));
       shown += page.conversations.length;
@@ -65,6 +70,7 @@ start(async (main) => {
       more.hidden = !cursor;
       say(msg, shown ? `${shown} conversation${shown === 1 ? '' : 's'} shown` : 'No conversation matches.');
     } catch (e) {
+      if (mine !== asked) return;
       // Refused filters (a 422) list nothing: no rows of the filters
       // before them under the error, as if they were the answer.
       if (first) { body.replaceChildren(); shown = 0; cursor = ''; more.hidden = true; }

@@ -126,27 +126,25 @@ start(async (main) => {
     // A merged ticket is final: read-only here, as on its own page.
     const writable = can('tickets.update') && t.status !== 'merged';
     const note = h('div', {class: 'msg', role: 'status', 'data-note': ''});
+    // redraw draws the row of ticket again. Keyboard users keep their
+    // place: the control of the row they are on (the one changed, or the
+    // next one Tab took them to, which saved the change), in the new row;
+    // a focus elsewhere stays.
+    const redraw = (ticket) => {
+      const old = rows.get(id);
+      const at = old.contains(document.activeElement) ? document.activeElement.dataset.field : '';
+      const row = render(ticket);
+      old.replaceWith(row);
+      rows.set(id, row);
+      if (at) focusField(row, at);
+      return row;
+    };
     const change = (fieldName) => async (value) => {
       try {
-        const updated = await patch('/v1/convai/triage-tickets/' + enc(id), {[fieldName]: value || null});
-        const old = rows.get(id);
-        // Keyboard users keep their place: the control of the row they are
-        // on (the one changed, or the next one Tab took them to, which
-        // saved the change), in the new row; a focus elsewhere stays.
-        const at = old.contains(document.activeElement) ? document.activeElement.dataset.field : '';
-        const row = render(updated);
-        old.replaceWith(row);
-        rows.set(id, row);
-        if (at) focusField(row, at);
+        redraw(await patch('/v1/convai/triage-tickets/' + enc(id), {[fieldName]: value || null}));
       } catch (e) {
         // Not saved: the row shows the ticket as it is again, and why.
-        const old = rows.get(id);
-        const at = old.contains(document.activeElement) ? document.activeElement.dataset.field : '';
-        const row = render(t);
-        old.replaceWith(row);
-        rows.set(id, row);
-        if (at) focusField(row, at);
-        say(row.querySelector('[data-note]'), `Not saved: ${e.message}`, true);
+        say(redraw(t).querySelector('[data-note]'), `Not saved: ${e.message}`, true);
       }
     };
     const cells = {

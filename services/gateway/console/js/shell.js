@@ -27,9 +27,16 @@ const pages = [
 
 // start renders the frame, makes sure of a session (asking for a key
 // when there is none) and then calls render(main).
+const SAID_ON_SIGN_IN = ['api_key_revoked', 'api_key_disabled', 'api_key_expired', 'console_session_expired', 'console_session_ended'];
+
 export async function start(render) {
   const main = document.getElementById('main');
-  addEventListener('console:signedout', () => signIn(main, render, 'Your session ended; sign in again.'));
+  // Why, as the API said it, when it is the key's doing (revoked, disabled
+  // or expired: signing in again with it would only fail) or the
+  // session's (expired, signed out elsewhere).
+  addEventListener('console:signedout', (e) => signIn(main, render,
+    !SAID_ON_SIGN_IN.includes(e.detail?.status) ? 'Your session ended; sign in again.'
+      : e.detail.message + (e.detail.status.startsWith('api_key_') ? ' Sign in with another key.' : '')));
   try {
     session = await api('GET', '/console/session');
   } catch (e) {
