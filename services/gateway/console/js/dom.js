@@ -86,7 +86,11 @@ export function select(props, options, chosen) {
 // puts the last choice back.
 export function onChoose(sel, choose) {
   let chosen = sel.value;
-  let stepping = false; // a key's own change, fired while it is handled
+  // stepping: a key is down on the select, and the change it fires is a
+  // step. Until the key is up, not until a timer: Chromium may fire the
+  // change after a zero timer set on keydown when the machine is busy,
+  // and a step was then saved as a choice.
+  let stepping = false;
   const commit = () => {
     if (sel.value === chosen) return;
     chosen = sel.value;
@@ -96,12 +100,16 @@ export function onChoose(sel, choose) {
     if (ev.key === 'Enter') return commit();
     if (ev.key === 'Escape') { sel.value = chosen; return; }
     stepping = true;
-    setTimeout(() => { stepping = false; }); // after the key's change, if any
   });
+  sel.addEventListener('keyup', () => { stepping = false; });
+  sel.addEventListener('pointerdown', () => { stepping = false; }); // a pick with the mouse is a choice
   sel.addEventListener('change', () => { if (!stepping) commit(); });
   // Left: a choice. Removed (a redraw: blur fires as it goes, and the
   // redrawing script runs on) is not.
-  sel.addEventListener('blur', () => queueMicrotask(() => { if (sel.isConnected) commit(); }));
+  sel.addEventListener('blur', () => {
+    stepping = false; // a Tab's keyup goes to the next control
+    queueMicrotask(() => { if (sel.isConnected) commit(); });
+  });
 }
 
 export function button(label, onClick, props = {}) {
