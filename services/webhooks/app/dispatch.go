@@ -156,28 +156,31 @@ func (d *Dispatch) Fanout(ctx context.Context, evs ...FanoutEvent) Handled {
 			return &webhooksv1.DeliveryJob{EventId: e.ID, WorkspaceId: e.WorkspaceID, WebhookId: w.GetWebhookId(), Event: e.Name, Body: body,
 				PublishedAtUnixMs: e.StoredAt.UnixMilli()}
 		}
-		for _, w := range missed {
-			att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: NotSentDisabled}, domain.GiveUp)
+		// notSent logs the event's delivery to w as failed for good, why
+		// saying so; recover replays it.
+		notSent := func(w *webhooksv1.Webhook, why string) bool {
+			att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: why}, domain.GiveUp)
 			if err := d.Attempts.RecordDurable(ctx, att); err != nil {
 				d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
+				return false
+			}
+			return true
+		}
+		for _, w := range missed {
+			if !notSent(w, NotSentDisabled) {
 				return retryAfter(fanoutRetry)
 			}
 		}
 		// A workspace with its share of the queue waiting queues no more:
 		// its deliveries would wait behind its own backlog anyway, and every
-		// other workspace's would wait behind them. Each is logged as not
-		// sent, and recover replays it.
+		// other workspace's would wait behind them.
 		crowded := len(hooks) > 0 && d.Share.Full(ctx, e.WorkspaceID, d.Now())
 		for _, w := range hooks {
-			if crowded {
-				att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: NotQueuedCrowded}, domain.GiveUp)
-				if err := d.Attempts.RecordDurable(ctx, att); err != nil {
-					d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
-					return retryAfter(fanoutRetry)
-				}
-				continue
+			if !crowded {
+				jobs = append(jobs, Queued{Job: job(w), Traceparent: e.Traceparent})
+			} else if !notSent(w, NotQueuedCrowded) {
+				return retryAfter(fanoutRetry)
 			}
-			jobs = append(jobs, Queued{Job: job(w), Traceparent: e.Traceparent})
 		}
 	}
 	if len(jobs) > 0 {
