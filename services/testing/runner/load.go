@@ -29,10 +29,13 @@ type LoadJob struct {
 	// every job with the same LimitScope on this runner (a step's).
 	Limit      int
 	LimitScope string
-	// Wanted, when set, is asked before a caller's next turn: false (the
-	// load test was cancelled) starts no more turns; the turns in flight
-	// finish and are measured.
-	Wanted func() bool
+	// Next, when set, is asked before a caller's next turn: false (the
+	// load test was cancelled, the runner is stopping) starts no more
+	// turns; the turns in flight finish and are measured. The turns not
+	// played are counted as failed under unplayed, when it says why (a
+	// stopping runner's: the step goes on without them), and not at all
+	// when it is "" (a cancel's: the step is stopped).
+	Next func() (goOn bool, unplayed string)
 }
 
 // maxLoadReasons bounds the distinct failure reasons one job reports; the
@@ -92,8 +95,15 @@ func (e *Executor) Load(ctx context.Context, j LoadJob) *testingv1.LoadSamples {
 			defer wg.Done()
 			<-start
 			for i := range turns {
-				if i > 0 && j.Wanted != nil && !j.Wanted() {
-					return
+				if i > 0 && j.Next != nil {
+					if goOn, unplayed := j.Next(); !goOn {
+						if unplayed != "" {
+							mu.Lock()
+							fail(unplayed, int64(turns-i))
+							mu.Unlock()
+						}
+						return
+					}
 				}
 				first, turn, over, err := loadTurn(mctx, agent, conv, limit)
 				mu.Lock()

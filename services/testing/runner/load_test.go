@@ -119,13 +119,20 @@ func TestALoadJobsCallersStopAtTheirNextTurnOnceNotWanted(t *testing.T) {
 	ex := &Executor{Model: offline.Model{}, Agents: endpoints(), Now: time.Now}
 	j := loadJob(srv.URL, 4, 5, 4)
 	var asked atomic.Int32
-	j.Wanted = func() bool { asked.Add(1); return false }
+	j.Next = func() (bool, string) { asked.Add(1); return false, "" }
 	s := ex.Load(context.Background(), j)
 	if got := srv.total.Load(); got != 4 || len(s.GetTurnUs()) != 4 || len(s.GetFailures()) != 0 {
 		t.Fatalf("%d calls, %d turns measured, failures %v; want each of 4 callers to play its first turn only", got, len(s.GetTurnUs()), s.GetFailures())
 	}
 	if asked.Load() != 4 {
 		t.Fatalf("asked %d times; want once per caller, before its second turn", asked.Load())
+	}
+	// A stopping runner's: the turns not played are counted as failed, why
+	// said, so the step does not read as whole.
+	j.Next = func() (bool, string) { return false, LoadStoppedReason }
+	s = ex.Load(context.Background(), j)
+	if f := s.GetFailures(); len(f) != 1 || f[0].GetReason() != LoadStoppedReason || f[0].GetCount() != 16 || len(s.GetTurnUs()) != 4 {
+		t.Fatalf("failures %v, %d turns measured; want 4 played and 16 counted as not played", f, len(s.GetTurnUs()))
 	}
 }
 
@@ -197,9 +204,9 @@ func TestARetrysWaitIsNotOverhead(t *testing.T) {
 func TestAStoppingWorkersLoadCallersStop(t *testing.T) {
 	stopping := make(chan struct{})
 	ctx := context.WithValue(context.Background(), stoppingKey{}, (<-chan struct{})(stopping))
-	wanted := (&Worker{}).stillRunning(ctx, "ws_1", "tinv_1") // no App: asking the invocation would panic
+	next := (&Worker{}).nextTurn(ctx, "ws_1", "tinv_1") // no App: asking the invocation would panic
 	close(stopping)
-	if wanted() {
-		t.Fatal("a stopping worker's callers go on")
+	if goOn, unplayed := next(); goOn || unplayed != LoadStoppedReason {
+		t.Fatalf("a stopping worker's callers: go on %v, the turns not played counted as %q", goOn, unplayed)
 	}
 }

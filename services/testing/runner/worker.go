@@ -331,32 +331,37 @@ func (w *Worker) load(ctx context.Context, m app.TakenJob, job *testingv1.RunJob
 			RunID: inv.GetInvocationId() + "-load", WorkerID: w.ID},
 		Step: step, Job: int(job.GetLoadJob()), Callers: int(job.GetLoadCallers()), TurnsPerCaller: int(load.GetTurnsPerCaller()),
 		Limit: limit, LimitScope: inv.GetInvocationId() + "#" + strconv.Itoa(step),
-		Wanted: w.stillRunning(ctx, job.GetWorkspaceId(), job.GetInvocationId()),
+		Next: w.nextTurn(ctx, job.GetWorkspaceId(), job.GetInvocationId()),
 	})
 	return w.storeLoad(ctx, m, s)
 }
 
-// stillRunning asks whether a load test still runs and the worker is not
-// stopping, for its callers before each next turn: the invocation read at
-// most every half second, shared by the job's callers (a read that fails
-// lets them go on). A stopping worker's load job stores the turns its
-// callers played, and ends: its turns are bounded, a load test's run of
-// them is not (20 turns of 500 callers held a SIGTERM for minutes).
-func (w *Worker) stillRunning(ctx context.Context, ws, id string) func() bool {
+// nextTurn tells a load job's callers, before each next turn, whether to
+// play it: not once the load test was cancelled (the invocation read at
+// most every half second, shared by the job's callers; a read that fails
+// lets them go on), nor once the worker is stopping. A stopping worker's
+// job stores the turns its callers played and counts the rest as failed,
+// saying why, and ends: its turns are bounded, a load test's run of them
+// is not (20 turns of 500 callers held a SIGTERM for minutes).
+func (w *Worker) nextTurn(ctx context.Context, ws, id string) func() (bool, string) {
 	stopping, _ := ctx.Value(stoppingKey{}).(<-chan struct{})
 	c := &sharedCheck{every: 500 * time.Millisecond, now: time.Now, ask: func() bool {
 		cur, _, err := w.App.Invocations.Get(ctx, ws, id)
 		return err != nil || cur.GetStatus() == domain.InvocationRunning
 	}}
-	return func() bool {
+	return func() (bool, string) {
 		select {
 		case <-stopping:
-			return false
+			return false, LoadStoppedReason
 		default:
-			return c.Wanted()
+			return c.Wanted(), ""
 		}
 	}
 }
+
+// LoadStoppedReason counts the turns a stopping runner's load job did not
+// play.
+const LoadStoppedReason = "the runner stopped (it was shutting down) before these turns"
 
 // stoppingKey keys a job's word that its worker is stopping (the worker's
 // own context's Done): a job runs on, not cancelled, and asks it.
