@@ -514,6 +514,12 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   assert.equal(report.labels, counted + 1);
   // Judges compared on the same labels: the runs' judge against another
   // model (which has judged none of them again yet).
+  // Models the API refuses to compare (one alone) are said beside them;
+  // the report stays.
+  await page.getByLabel('Compare judge models (comma-separated)').fill('gpt-4o');
+  await page.getByRole('button', {name: 'Compare', exact: true}).click();
+  await page.getByText('Name 2 to').waitFor();
+  await page.getByRole('heading', {name: 'Judge report'}).waitFor();
   await page.getByLabel('Compare judge models (comma-separated)').fill(`${runs[0].judge_model},gpt-4o`);
   await page.getByRole('button', {name: 'Compare', exact: true}).click();
   await page.getByRole('table', {name: 'Judges compared'}).getByRole('cell', {name: runs[0].judge_model, exact: true}).waitFor();
@@ -763,6 +769,15 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
 
   await page.getByRole('button', {name: 'Open ' + conversations[0]}).click();
   await page.getByText('Yes, everything is refunded at once.').waitFor();
+  // Its tickets are listed, and a triager reports on it from here: the
+  // report joins its active ticket, as the API does.
+  const convTickets = page.getByRole('list', {name: 'Tickets of the conversation'});
+  await convTickets.getByRole('link', {name: 'Refund policy answer was wrong'}).waitFor();
+  const joinedBefore = (await api('GET', '/v1/convai/triage-tickets/' + tickets.refund.agentqa_ticket_id)).ticket_comments.length;
+  await page.getByLabel('What went wrong').fill('The refund promise was repeated later in the call.');
+  await page.getByRole('button', {name: 'Raise a ticket'}).click();
+  await page.getByText('Reported on ticket "Refund policy answer was wrong".').waitFor();
+  assert.equal((await api('GET', '/v1/convai/triage-tickets/' + tickets.refund.agentqa_ticket_id)).ticket_comments.length, joinedBefore + 1);
   // A tag title typed before a change is kept when the page draws the
   // conversation again (it did not, and a person's title was lost).
   await page.getByLabel('New tag title').fill('Refund promise');

@@ -92,6 +92,35 @@ start(async (main) => {
     return rows;
   }
 
+  // ticketsOf lists the tickets raised on the conversation, and lets a
+  // triager raise one (a report on a conversation with an active ticket
+  // joins it, as the API does).
+  function ticketsOf(c) {
+    const raised = c.triage_tickets || [];
+    const list = raised.length
+      ? h('ul', {'aria-label': 'Tickets of the conversation'}, raised.map((t) => h('li', {},
+        h('a', {href: 'ticket.html?id=' + enc(t.agentqa_ticket_id)}, t.title || '(untitled)'), ' ', badge(t.status))))
+      : h('p', {class: 'muted'}, 'No ticket raised on it yet.');
+    let form = null;
+    if (can('tickets.create')) {
+      const comment = h('textarea', {rows: 2, maxlength: 20000, required: true, 'data-focus': 'report-comment'});
+      const priority = select({'data-focus': 'report-priority'}, [['', 'No priority'], ['low', 'low'], ['medium', 'medium'], ['high', 'high'], ['urgent', 'urgent']]);
+      const out = h('p', {class: 'msg', role: 'status'});
+      form = h('form', {'aria-label': 'Raise a ticket on the conversation'}, field('What went wrong', comment), field('Priority', priority),
+        h('button', {type: 'submit', 'data-focus': 'raise-ticket'}, 'Raise a ticket'), out);
+      onSubmit(form, async () => {
+        try {
+          const t = await post('/v1/convai/triage-tickets', {conversation_id: c.conversation_id, qa_comment: comment.value,
+            ...(priority.value ? {priority: priority.value} : {})});
+          await open(c.conversation_id);
+          say(detail.querySelector('[data-said="report"]'), `Reported on ticket "${t.title || t.agentqa_ticket_id}".`);
+        } catch (e) { say(out, e.message, true); }
+      });
+    }
+    return h('section', {'aria-labelledby': 'conv-tickets-h'}, h('h3', {id: 'conv-tickets-h'}, 'Tickets'),
+      h('p', {class: 'msg', role: 'status', 'data-said': 'report'}), list, form);
+  }
+
   async function open(id) {
     // Drawn again after a change: a tag title typed meanwhile is kept,
     // and so is the focus, on the control acted on (or, when it is gone,
@@ -147,6 +176,7 @@ start(async (main) => {
           await post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [t.tag_id]});
           newTag.value = ''; // attached: the title is not kept for the next drawing
         }), {'data-focus': 'create-tag'})) : null,
+      ticketsOf(c),
       note,
       can('tickets.delete_conversation') ? h('p', {}, confirmButton('Delete conversation', 'Confirm: delete it for good', async () => {
         try {

@@ -19,12 +19,14 @@ start(async (main) => {
   // Judge models to compare on the same labels (after POST
   // /v1/voiceai/judge/rejudge judged the labelled runs with the other).
   const models = h('input', {name: 'compare', value: pageParam('compare') || '', placeholder: 'gpt-4o,offline-v1'});
+  const compareSaid = h('p', {class: 'msg', role: 'status'});
   const compareForm = h('form', {class: 'card filters', 'aria-label': 'Compare judges'}, field('Compare judge models (comma-separated)', models),
-    h('button', {type: 'submit'}, 'Compare'));
+    h('button', {type: 'submit'}, 'Compare'), compareSaid);
   compareForm.addEventListener('submit', (e) => { e.preventDefault(); drawReport(); });
   const writable = can('testing.label_run');
   replace(main, h('h1', {}, 'Review verdicts'),
     h('p', {class: 'muted', id: 'review-keys'}, writable ? KEYS : 'Your key may read verdicts and the report, not label them.'),
+    h('p', {}, h('a', {href: '#report-h'}, 'The judge report'), ' is below the runs.'),
     h('form', {class: 'card filters', 'aria-label': 'Which runs'}, field('Passed runs drawn for review', sample)),
     msg, list, compareForm, report);
 
@@ -123,10 +125,20 @@ start(async (main) => {
 
   async function drawReport() {
     let rep;
+    const compare = models.value.trim();
+    say(compareSaid, '');
     try {
-      rep = await get('/v1/voiceai/judge/report' + query(models.value.trim() ? {compare: models.value.trim()} : {}));
+      rep = await get('/v1/voiceai/judge/report' + query(compare ? {compare} : {}));
     } catch (e) {
-      return failure(report, e);
+      // Models the API refuses to compare are said beside them: the report
+      // is drawn without the comparison, not replaced by the refusal.
+      if (!compare || e.code !== 422) return failure(report, e);
+      say(compareSaid, e.message, true);
+      try {
+        rep = await get('/v1/voiceai/judge/report');
+      } catch (e2) {
+        return failure(report, e2);
+      }
     }
     const pct = (r) => r.value === null ? '—' : `${r.value.toFixed(2)} (${r.ci95[0].toFixed(2)}–${r.ci95[1].toFixed(2)})`;
     replace(report, h('h2', {id: 'report-h'}, 'Judge report'),

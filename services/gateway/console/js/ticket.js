@@ -30,9 +30,12 @@ start(async (main) => {
       h('p', {}, h('a', {href: 'index.html'}, '← Triage queue')),
       h('h1', {}, t.title || '(untitled)'),
       msg,
+      // The details (status, priority, assignee) come first, for the
+      // keyboard and on a narrow screen, not after the whole transcript;
+      // a wide screen draws them on the right.
       h('div', {class: 'split'},
-        h('div', {}, transcriptSection(), commentsSection()),
-        h('div', {}, factsSection(), mergeSection(), historySection())));
+        h('div', {class: 'aside'}, factsSection(), mergeSection(), historySection()),
+        h('div', {class: 'main'}, transcriptSection(), commentsSection())));
     refocus(main, focused, msg);
   };
 
