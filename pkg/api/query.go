@@ -80,6 +80,11 @@ func parseQuery(r *http.Request, op Operation) (map[string]any, error) {
 			continue
 		}
 		if !p.array {
+			if len(values) > 1 {
+				// Which one was meant cannot be told: neither is taken.
+				errs = append(errs, apperr.FieldError{Loc: []any{"query", p.name}, Msg: "Input should be given once", Type: "value_error"})
+				continue
+			}
 			v, fe := queryValue(p.typ, values[0], p.name)
 			if fe != nil {
 				errs = append(errs, *fe)
