@@ -38,7 +38,7 @@ func TestCheckQueryAnswersEveryWrongParameter(t *testing.T) {
 		{ListTests, "include_folders=true&types=llm&types=folder", nil},
 		{ListTests, "undocumented=anything", nil},
 		{ListTickets, "page_size=1&page_size=2", []string{"[query page_size] value_error"}}, // which was meant cannot be told
-		{ListAgents, "sort_by=call_count_7d&sort_direction=desc", nil}, // the SDK's AgentSortBy
+		{ListAgents, "sort_by=call_count_7d&sort_direction=desc", nil},                      // the SDK's AgentSortBy
 		{ListAgentsAlias, "sort_by=name", nil},
 		{ListAgents, "sort_by=calls", []string{"[query sort_by] enum"}},
 	} {
