@@ -84,6 +84,12 @@ test('the triage queue filters, shows new tickets live and edits in place', asyn
   const found = await api('GET', '/v1/convai/triage-tickets?status=open&search=delivery');
   await waitForRows(found.agent_conversation_tickets.map((t) => t.title));
   assert.deepEqual(found.agent_conversation_tickets.map((t) => t.title), ['Caller asked twice about delivery times']);
+  // A match in the title is the title; one elsewhere is shown, marked.
+  assert.equal(await page.locator('tbody mark').count(), 0);
+  await page.getByLabel('Search', {exact: true}).fill('vague');
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.locator('tbody mark', {hasText: 'vague'}).waitFor();
+  await page.getByText('QA comment: Delivery estimate was vague.').waitFor();
   await page.getByLabel('Search', {exact: true}).fill('');
   await page.getByRole('button', {name: 'Apply filters'}).click();
   await waitForRows(open.agent_conversation_tickets.map((t) => t.title));

@@ -170,13 +170,24 @@ start(async (main) => {
     }
     return h('tr', {'data-id': id, 'data-created': t.created_at_unix_secs},
       h('td', {'data-label': 'Title'}, h('a', {href: 'ticket.html?id=' + enc(id), 'data-field': 'title'}, t.title || '(untitled)'),
-        t.search_match ? h('div', {class: 'muted'}, t.search_match.snippet) : null, note),
+        matchShown(t.search_match), note),
       h('td', {'data-label': 'Status'}, cells.status),
       h('td', {'data-label': 'Priority'}, cells.priority),
       h('td', {'data-label': 'Assignee'}, cells.assignee),
       h('td', {'data-label': 'Agent'}, h('a', {href: 'agents.html?id=' + enc(t.agent_id), 'data-field': 'agent', class: 'clamp', title: names.get(t.agent_id) ?? t.agent_id}, names.get(t.agent_id) ?? t.agent_id)),
       h('td', {'data-label': 'Source'}, label(t.source)),
       h('td', {'data-label': 'Created'}, when(t.created_at_unix_secs)));
+  }
+
+  // matchShown is where a search matched outside the title (a match in
+  // the title is the link above it): the field, and the snippet with the
+  // match marked (the API's offsets are bytes of the UTF-8 snippet).
+  function matchShown(m) {
+    if (!m || m.field === 'title') return null;
+    const bytes = new TextEncoder().encode(m.snippet);
+    const text = (from, to) => new TextDecoder().decode(bytes.slice(from, to));
+    const where = {description: 'QA comment', comment: 'Comment', turn_comment: `Comment on turn ${m.turn_index}`}[m.field] || m.field;
+    return h('div', {class: 'muted'}, `${where}: `, text(0, m.highlight_start), h('mark', {}, text(m.highlight_start, m.highlight_end)), text(m.highlight_end));
   }
 
   onSubmit(form, () => load(true));
