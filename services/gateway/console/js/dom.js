@@ -227,3 +227,11 @@ export function say(el, message, isError) {
 export function pageParam(name) {
   return new URLSearchParams(location.search).get(name);
 }
+
+// spanLabels are a chart's first and last times, to the minute, or to the
+// second when both fall in one minute (two equal labels said nothing).
+export function spanLabels(firstSecs, lastSecs) {
+  const at = (t, opts) => new Date(t * 1000).toLocaleString([], {month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', ...opts});
+  const [a, b] = [at(firstSecs), at(lastSecs)];
+  return a !== b ? [a, b] : [at(firstSecs, {second: '2-digit'}), at(lastSecs, {second: '2-digit'})];
+}

@@ -3,7 +3,7 @@
 // a chart, an inline SVG drawn here (no library, nothing from elsewhere,
 // nothing the CSP refuses), described for screen readers and with the
 // same figures in a table.
-import {h, svg, when} from './dom.js';
+import {h, svg, when, spanLabels} from './dom.js';
 import {enc} from './api.js';
 
 // latencyText is one kind of figure of an agent_latency: prefix '' for the
@@ -28,12 +28,12 @@ function niceCeil(v) {
 
 const msLabel = (v) => `${Number.isInteger(v) ? v : v.toFixed(1)} ms`;
 
-const short = (t) => new Date(t * 1000).toLocaleString([], {month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit'});
 
 // latencyChart charts invocations (a test's reliability.invocations, newest
 // first, as the API answers them) oldest to newest, left to right.
 export function latencyChart(invocations, idBase) {
   const points = [...(invocations || [])].reverse().filter((i) => i.agent_latency?.turns > 0);
+  const span = points.length ? spanLabels(points[0].created_at_unix_secs, points[points.length - 1].created_at_unix_secs) : [];
   if (!points.length) return h('p', {class: 'muted'}, 'No agent turn was recorded in its recent invocations.');
   const W = 480, H = 220, L = 78, R = 14, T = 14, B = 34;
   const values = points.flatMap((p) => SERIES.map((s) => p.agent_latency[s.key])).filter((v) => typeof v === 'number');
@@ -56,8 +56,8 @@ export function latencyChart(invocations, idBase) {
       svg('text', {class: 'tick', x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, msLabel(v)),
     ]),
     // x: the first and the last invocation's time.
-    svg('text', {class: 'tick', x: x(0), y: H - 10, 'text-anchor': points.length === 1 ? 'middle' : 'start'}, short(points[0].created_at_unix_secs)),
-    points.length > 1 ? svg('text', {class: 'tick', x: x(points.length - 1), y: H - 10, 'text-anchor': 'end'}, short(points[points.length - 1].created_at_unix_secs)) : null,
+    svg('text', {class: 'tick', x: x(0), y: H - 10, 'text-anchor': points.length === 1 ? 'middle' : 'start'}, span[0]),
+    points.length > 1 ? svg('text', {class: 'tick', x: x(points.length - 1), y: H - 10, 'text-anchor': 'end'}, span[1]) : null,
     SERIES.map((s) => {
       const pts = points.map((p, i) => [i, p.agent_latency[s.key], p]).filter(([, v]) => typeof v === 'number');
       return svg('g', {class: 'series ' + s.cls},

@@ -113,7 +113,8 @@ export function chart(steps, budget, broke) {
   for (let k = 0; k <= 4; k++) {
     const v = (yMax * k) / 4;
     svg.append(s('line', {x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid'}),
-      s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick'}, Math.round(v)));
+      // A quarter of a small top is not whole: 1.5, not 2 on a line at 1.5.
+      s('text', {x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick'}, Number.isInteger(v) ? v : v.toFixed(1)));
   }
   steps.forEach((st, i) => svg.append(s('text', {x: x(i), y: H - B + 18, 'text-anchor': 'middle', class: 'tick'}, st.callers)));
   svg.append(s('text', {x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle', class: 'axis'}, 'simultaneous callers (one step each)'),

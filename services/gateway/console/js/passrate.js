@@ -3,18 +3,18 @@
 // interval (few runs, a wide bar: a rate people can weigh, not one they
 // take at its word). An inline SVG drawn here, described for screen
 // readers, the figures in a table.
-import {h, svg, when} from './dom.js';
+import {h, svg, when, spanLabels} from './dom.js';
 import {enc} from './api.js';
 
 const pct = (v) => `${Math.round(v * 100)}%`;
 
-const short = (t) => new Date(t * 1000).toLocaleString([], {month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit'});
 
 // passRateChart charts invocations (reliability figures with the
 // invocation's id and time, newest first, as the API answers them) oldest
 // to newest, left to right.
 export function passRateChart(invocations, idBase) {
   const points = [...(invocations || [])].reverse().filter((i) => i.runs > 0);
+  const span = points.length ? spanLabels(points[0].created_at_unix_secs, points[points.length - 1].created_at_unix_secs) : [];
   if (!points.length) return h('p', {class: 'muted'}, 'No run has finished in these invocations.');
   const W = 480, H = 200, L = 48, R = 14, T = 12, B = 34;
   const x = (i) => points.length === 1 ? L + (W - L - R) / 2 : L + i * (W - L - R) / (points.length - 1);
@@ -30,8 +30,8 @@ export function passRateChart(invocations, idBase) {
       svg('line', {class: 'grid', x1: L, x2: W - R, y1: y(v), y2: y(v)}),
       svg('text', {class: 'tick', x: L - 6, y: y(v) + 4, 'text-anchor': 'end'}, pct(v)),
     ]),
-    svg('text', {class: 'tick', x: x(0), y: H - 10, 'text-anchor': points.length === 1 ? 'middle' : 'start'}, short(points[0].created_at_unix_secs)),
-    points.length > 1 ? svg('text', {class: 'tick', x: x(points.length - 1), y: H - 10, 'text-anchor': 'end'}, short(points[points.length - 1].created_at_unix_secs)) : null,
+    svg('text', {class: 'tick', x: x(0), y: H - 10, 'text-anchor': points.length === 1 ? 'middle' : 'start'}, span[0]),
+    points.length > 1 ? svg('text', {class: 'tick', x: x(points.length - 1), y: H - 10, 'text-anchor': 'end'}, span[1]) : null,
     svg('g', {class: 'series pass-rate'},
       points.length > 1 ? svg('polyline', {class: 'line', points: points.map((p, i) => `${x(i)},${y(p.pass_rate)}`).join(' ')}) : null,
       points.map((p, i) => {
