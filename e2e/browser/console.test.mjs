@@ -871,6 +871,21 @@ test('a page for an id that does not exist says so, in place of the page', async
   }
 });
 
+test('text typed as the session ends is kept over the sign-in', async () => {
+  await page.goto('/console/ticket.html?id=' + encodeURIComponent(tickets.greeting.agentqa_ticket_id));
+  await page.getByRole('heading', {name: 'Greeting skipped the recording disclosure'}).waitFor();
+  await page.getByLabel('Comment', {exact: true}).fill('A draft written as the session ended.');
+  await context.clearCookies();
+  await page.getByRole('button', {name: 'Add comment'}).click();
+  await page.getByText('Your session ended; sign in again.').waitFor();
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', {name: 'Sign in'}).click();
+  await page.getByRole('heading', {name: 'Greeting skipped the recording disclosure'}).waitFor();
+  await page.waitForFunction(() => document.querySelector('textarea[name="comment"]')?.value === 'A draft written as the session ended.');
+  assert.equal((await api('GET', '/v1/convai/triage-tickets/' + tickets.greeting.agentqa_ticket_id)).ticket_comments
+    .filter((c) => c.comment === 'A draft written as the session ended.').length, 0, 'the refused comment was saved');
+});
+
 test('a key revoked while signed in is said to be revoked, not a session that ended', async () => {
   const acc = await api('POST', '/v1/service-accounts', {name: 'revoked-soon'});
   const user = acc['service-account-user-id'];

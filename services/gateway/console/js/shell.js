@@ -51,7 +51,35 @@ function begin(main, render) {
   frame();
   replace(main);
   drawn = true;
-  render(main);
+  Promise.resolve(render(main)).then(() => restoreDrafts(main), () => {});
+}
+
+// Text typed into a page whose session ended is kept over the sign-in
+// (which loads the page afresh) in this tab's sessionStorage, and put
+// back into the same fields once the page is drawn again: a comment
+// written as the session expired is not lost.
+const draftsKey = () => 'console-drafts:' + location.pathname + location.search;
+const draftFields = 'textarea, input[type="text"], input[type="search"]';
+const draftName = (el) => el.dataset.focus || el.name || el.getAttribute('aria-label') || '';
+
+function keepDrafts(main) {
+  const drafts = {};
+  for (const el of main.querySelectorAll(draftFields)) {
+    if (el.value.trim() && draftName(el)) drafts[draftName(el)] = el.value;
+  }
+  if (Object.keys(drafts).length) sessionStorage.setItem(draftsKey(), JSON.stringify(drafts));
+}
+
+function restoreDrafts(main) {
+  const kept = sessionStorage.getItem(draftsKey());
+  if (!kept) return;
+  sessionStorage.removeItem(draftsKey());
+  let drafts = {};
+  try { drafts = JSON.parse(kept) || {}; } catch { return; }
+  for (const el of main.querySelectorAll(draftFields)) {
+    const text = drafts[draftName(el)];
+    if (typeof text === 'string' && !el.value) el.value = text;
+  }
 }
 
 function frame() {
@@ -84,6 +112,7 @@ async function signOut() {
 }
 
 function signIn(main, render, why) {
+  if (drawn) keepDrafts(main);
   session = null;
   setCSRF('');
   frame();
