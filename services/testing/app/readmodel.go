@@ -243,47 +243,45 @@ func FolderEntry(f *testingv1.Folder) Entry {
 
 // SummaryOf maps invocation state to its listed form.
 func SummaryOf(inv *testingv1.Invocation) InvocationSummary {
-	if inv.GetLoad() != nil {
-		return loadSummaryOf(inv)
+	s := InvocationSummary{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(),
+		Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(), CreatedAtUnixNanos: inv.GetCreatedAtUnixNanos(),
+		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(), Status: inv.GetStatus(), FolderID: inv.GetFolderId(), Attempt: 1}
+	if load := inv.GetLoad(); load != nil {
+		loadCounts(&s, load)
+		return s
 	}
-	runs := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
-	attempt, attemptRuns := int32(1), runs
+	s.Runs = int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
+	s.AttemptRuns, s.PassedCount, s.FailedCount = s.Runs, inv.GetPassedCount(), inv.GetFailedCount()
 	if rs := inv.GetResubmissions(); len(rs) > 0 {
-		attempt, attemptRuns = rs[len(rs)-1].GetAttempt(), int64(len(rs[len(rs)-1].GetRunIds()))
+		s.Attempt, s.AttemptRuns = rs[len(rs)-1].GetAttempt(), int64(len(rs[len(rs)-1].GetRunIds()))
 	}
-	testIDs := make([]string, 0, len(inv.GetTests()))
+	s.TestIDs = make([]string, 0, len(inv.GetTests()))
 	seen := make(map[string]bool, len(inv.GetTests()))
 	for _, t := range inv.GetTests() {
 		if !seen[t.GetTestId()] {
 			seen[t.GetTestId()] = true
-			testIDs = append(testIDs, t.GetTestId())
+			s.TestIDs = append(s.TestIDs, t.GetTestId())
 		}
 	}
-	return InvocationSummary{Attempt: attempt, AttemptRuns: attemptRuns, ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(),
-		AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(), Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(), CreatedAtUnixNanos: inv.GetCreatedAtUnixNanos(),
-		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(), Runs: runs, Status: inv.GetStatus(),
-		FolderID: inv.GetFolderId(), PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(), TestIDs: testIDs}
+	return s
 }
 
-// loadSummaryOf is a load test as listed: its steps are its counts. It
-// names no test (TestIDs): a test's reliability, which pages invocations
-// by test, is of runs, and a load test has none.
-func loadSummaryOf(inv *testingv1.Invocation) InvocationSummary {
-	s := InvocationSummary{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(),
-		Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(), CreatedAtUnixNanos: inv.GetCreatedAtUnixNanos(), RepeatCount: inv.GetRepeatCount(),
-		Runs: int64(len(inv.GetLoad().GetSteps())), Status: inv.GetStatus(), FolderID: inv.GetFolderId(), Attempt: 1, Load: true}
-	results := inv.GetLoad().GetResults()
+// loadCounts are a load test's counts as listed: its steps. It names no
+// test (TestIDs): a test's reliability, which pages invocations by test,
+// is of runs, and a load test has none.
+func loadCounts(s *InvocationSummary, load *testingv1.LoadTest) {
+	s.Load, s.Runs = true, int64(len(load.GetSteps()))
+	s.AttemptRuns = s.Runs
+	results := load.GetResults()
 	// A cancel's stopped step keeps figures at the current step: it neither
 	// met nor broke the budget.
-	for _, r := range results[:min(len(results), int(inv.GetLoad().GetCurrentStep()))] {
+	for _, r := range results[:min(len(results), int(load.GetCurrentStep()))] {
 		if r.GetMetBudget() {
 			s.PassedCount++
 		} else {
 			s.FailedCount++
 		}
 	}
-	s.AttemptRuns = s.Runs
-	return s
 }
 
 // StateOf extracts the aggregate state carried by a TESTING event.
