@@ -41,30 +41,34 @@ type Cacheable interface {
 // answered with an error: the run fails with it as it is, not as a
 // failure of the platform's model.
 type EndpointError struct {
-	Err error
-	// Stream: the endpoint began its answer and its stream went wrong
-	// (Err says how: no [DONE], stalled, too large, malformed, an error
-	// event, cut).
-	Stream bool
+	Err   error
+	Fault EndpointFault
+}
+
+// EndpointFault is what went wrong with an agent's endpoint.
+type EndpointFault int
+
+const (
+	// Unreachable: no answer came (the network, a time-out, an open
+	// circuit).
+	Unreachable EndpointFault = iota
 	// Answered: the endpoint was reached and answered, with an error
 	// status or with something that is no answer (an HTML page, a body
 	// that is not a chat completion), so the fault is not the network's.
-	Answered bool
-	// Config: the endpoint could not be called as the agent names it (no
-	// or a refused URL, a secret or variable without a value).
-	Config bool
-}
+	Answered
+	// NotCallable: the endpoint could not be called as the agent names it
+	// (no or a refused URL, a secret or variable without a value).
+	NotCallable
+	// Stream: the endpoint began its answer and its stream went wrong
+	// (Err says how: no [DONE], stalled, too large, malformed, an error
+	// event, cut).
+	Stream
+)
 
 func (e *EndpointError) Error() string {
-	switch {
-	case e.Stream:
-		return "agent endpoint stream: " + e.Err.Error()
-	case e.Answered:
-		return "agent endpoint answered with an error: " + e.Err.Error()
-	case e.Config:
-		return "agent endpoint not callable: " + e.Err.Error()
-	}
-	return "agent endpoint unreachable: " + e.Err.Error()
+	prefix := map[EndpointFault]string{Unreachable: "agent endpoint unreachable: ", Answered: "agent endpoint answered with an error: ",
+		NotCallable: "agent endpoint not callable: ", Stream: "agent endpoint stream: "}[e.Fault]
+	return prefix + e.Err.Error()
 }
 func (e *EndpointError) Unwrap() error { return e.Err }
 

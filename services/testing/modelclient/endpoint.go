@@ -138,16 +138,16 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg model.Agent
 		return e.Platform.For(ctx, workspaceID, cfg, vars)
 	}
 	if p.Endpoint == nil {
-		return nil, &model.EndpointError{Err: errors.New("the agent's llm is custom-llm but its custom_llm is missing or invalid"), Config: true}
+		return nil, &model.EndpointError{Err: errors.New("the agent's llm is custom-llm but its custom_llm is missing or invalid"), Fault: model.NotCallable}
 	}
 	// Checked again here: the allow-list may have changed since the agent
 	// was saved, and an override is not saved at all.
 	if _, bad := outbound.CheckURL(p.Endpoint.URL, e.Guard.HostAllowed, "agent endpoints"); bad != nil {
-		return nil, &model.EndpointError{Err: fmt.Errorf("%s: %s", p.Endpoint.URL, bad.Msg), Config: true}
+		return nil, &model.EndpointError{Err: fmt.Errorf("%s: %s", p.Endpoint.URL, bad.Msg), Fault: model.NotCallable}
 	}
 	key, err := e.resolve(ctx, workspaceID, p.Endpoint.APIKey, vars)
 	if err != nil {
-		return nil, &model.EndpointError{Err: fmt.Errorf("api_key: %w", err), Config: true}
+		return nil, &model.EndpointError{Err: fmt.Errorf("api_key: %w", err), Fault: model.NotCallable}
 	}
 	// The values of secrets and environment variables are redacted from
 	// whatever comes back. A dynamic variable's value is not: it is the
@@ -159,7 +159,7 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg model.Agent
 		v := h.Value
 		if h.Ref != nil {
 			if v, err = e.resolve(ctx, workspaceID, h.Ref, vars); err != nil {
-				return nil, &model.EndpointError{Err: fmt.Errorf("request header %s: %w", h.Name, err), Config: true}
+				return nil, &model.EndpointError{Err: fmt.Errorf("request header %s: %w", h.Name, err), Fault: model.NotCallable}
 			}
 			if h.Ref.Variable == "" {
 				sent = append(sent, v)
@@ -187,7 +187,7 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg model.Agent
 		HTTPClient: e.httpClient(), Redact: redact.String,
 		Stream: true, API: api, IdleTimeout: e.IdleTimeout, MaxStreamBytes: e.MaxAnswerBytes})
 	if err != nil {
-		return nil, &model.EndpointError{Err: redact.Error(err), Config: true}
+		return nil, &model.EndpointError{Err: redact.Error(err), Fault: model.NotCallable}
 	}
 	o := OpenAI{Client: client, Observe: e.Observe, Temperature: p.Temperature, ProviderName: agentconfig.CustomLLM}
 	if p.MaxTokens != nil && *p.MaxTokens > 0 {
@@ -353,16 +353,20 @@ func (c *customAgent) Respond(ctx context.Context, conv model.Conversation) (mod
 	}
 	var se *llm.StreamError
 	if errors.As(err, &se) {
-		return model.Turn{}, usage, &model.EndpointError{Err: c.redact.Error(errors.New(se.Reason)), Stream: true}
+		return model.Turn{}, usage, &model.EndpointError{Err: c.redact.Error(errors.New(se.Reason)), Fault: model.Stream}
 	}
-	return model.Turn{}, usage, &model.EndpointError{Err: c.redact.Error(describe(err)), Answered: answered(err)}
+	return model.Turn{}, usage, &model.EndpointError{Err: c.redact.Error(describe(err)), Fault: faultOf(err)}
 }
 
-// answered tells whether the endpoint was reached and answered, with an
-// error status or with something that is no chat completion.
-func answered(err error) bool {
+// faultOf is Answered when the endpoint was reached and answered, with an
+// error status or with something that is no chat completion, else
+// Unreachable.
+func faultOf(err error) model.EndpointFault {
 	var ae *llm.APIError
-	return errors.As(err, &ae) || errors.Is(err, llm.ErrMalformedResponse) || errors.Is(err, llm.ErrNoChoices) || errors.Is(err, llm.ErrResponseTooLarge)
+	if errors.As(err, &ae) || errors.Is(err, llm.ErrMalformedResponse) || errors.Is(err, llm.ErrNoChoices) || errors.Is(err, llm.ErrResponseTooLarge) {
+		return model.Answered
+	}
+	return model.Unreachable
 }
 
 // describe shortens a transport error to what a reader of a run needs.
