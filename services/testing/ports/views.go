@@ -18,22 +18,21 @@ import (
 // Every field of spec 2.4 is present in each message we return; these are
 // the defaults of those a message does not carry.
 func messageDefaults() map[string]any {
-	return map[string]any{
-		"role": "user", "time_in_call_secs": 0,
-		"agent_metadata":     map[string]any{"agent_id": "", "branch_id": "", "workflow_node_id": "", "version_id": ""},
-		"message":            "",
-		"multivoice_message": map[string]any{"parts": []any{}},
-		"tool_calls":         []any{}, "tool_results": []any{},
+	d := map[string]any{
+		"role": "user", "time_in_call_secs": 0, "message": "",
 		"feedback":     map[string]any{"score": "like", "time_in_call_secs": 0},
 		"llm_override": "", "producing_llm": "",
-		"conversation_turn_metrics": map[string]any{"metrics": map[string]any{}, "convai_asr_provider": "", "convai_tts_model": "", "convai_tts_cascade": ""},
-		"rag_retrieval_info": map[string]any{"chunks": []any{}, "embedding_model": "e5_mistral_7b_instruct", "retrieval_query": "",
-			"rag_latency_secs": 0, "used_chunk_ids": []any{}},
-		"llm_usage":   map[string]any{"model_usage": map[string]any{}},
-		"interrupted": false, "ignored_as_backchannel": false, "original_message": "", "reasoning": []any{},
+		"interrupted": false, "ignored_as_backchannel": false, "original_message": "",
 		"source_medium": "text", "source_event_id": 0, "used_static_kb_document_ids": []any{}, "user_identifier": "",
-		"triggered_guardrails": []any{},
 	}
+	for k, m := range messageMembers { // an object at its members' defaults; an array empty
+		if m.items {
+			d[k] = []any{}
+		} else {
+			d[k] = m.defaults
+		}
+	}
+	return d
 }
 
 // defaultMessage is messageDefaults encoded once, its keys in order, and
@@ -107,6 +106,9 @@ func fullMessages(raw []byte) json.RawMessage {
 			}
 			switch {
 			case ok && !isNull(v):
+				if n := messageMembers[k]; n != nil {
+					v = n.complete(v)
+				}
 				b = append(b, v...)
 			case k == "feedback":
 				b = append(b, `{"score":"like","time_in_call_secs":`...)
