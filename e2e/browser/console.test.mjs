@@ -575,7 +575,7 @@ test('webhooks: create (secret once), log, resend, recover, auto-disable, enable
     const secret = (await page.locator('.secret').textContent()).trim();
     assert.ok(secret.length >= 16, 'the signing secret is shown');
     const hooks = await api('GET', '/v1/convai/webhooks');
-    const hook = hooks.webhooks.find((w) => w.url === url);
+    const hook = hooks.data.find((w) => w.url === url);
     assert.ok(hook && hook.events.join() === 'call_started' && !JSON.stringify(hooks).includes(secret), 'created, its secret not shown again');
     await page.getByRole('link', {name: url}).waitFor();
     await accessible(page, 'webhooks');
@@ -653,7 +653,7 @@ test('webhooks: create (secret once), log, resend, recover, auto-disable, enable
     await remove.click();
     await confirmRemove.click();
     await page.getByText('Deleted ' + url + '.').waitFor();
-    assert.ok(!(await api('GET', '/v1/convai/webhooks')).webhooks.some((w) => w.webhook_id === hook.webhook_id));
+    assert.ok(!(await api('GET', '/v1/convai/webhooks')).data.some((w) => w.webhook_id === hook.webhook_id));
   } finally {
     receiver.close();
   }

@@ -28,7 +28,7 @@ func (a *app) webhooksListCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var out struct {
-				Webhooks   []webhook `json:"webhooks"`
+				Webhooks   []webhook `json:"data"`
 				Pagination struct {
 					HasMore    bool    `json:"has_more"`
 					NextCursor *string `json:"next_cursor"`

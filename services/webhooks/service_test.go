@@ -322,7 +322,7 @@ func TestManagementAPI(t *testing.T) {
 		t.Fatalf("generated secret %q", secret)
 	}
 	code, m := h.do("ws_a", "GET", "/v1/convai/webhooks", "", "convai_read")
-	list := m["webhooks"].([]any)
+	list := m["data"].([]any)
 	if hint := secret[:len("whsec_")+4] + "…"; code != 200 || len(list) != 1 || list[0].(map[string]any)["webhook_id"] != id ||
 		list[0].(map[string]any)["secret"] != nil || list[0].(map[string]any)["secret_hint"] != hint {
 		t.Fatalf("list: %d %v", code, m)
@@ -343,7 +343,7 @@ func TestManagementAPI(t *testing.T) {
 			t.Errorf("%s %s from another workspace: %d %v", req[0], req[1], code, m)
 		}
 	}
-	if _, m := h.do("ws_b", "GET", "/v1/convai/webhooks", ""); len(m["webhooks"].([]any)) != 0 {
+	if _, m := h.do("ws_b", "GET", "/v1/convai/webhooks", ""); len(m["data"].([]any)) != 0 {
 		t.Fatal("another workspace lists the webhook")
 	}
 	// Update: events, active, retry_config, secret rotation.

@@ -62,7 +62,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 			Webhooks []struct {
 				ID    string `json:"webhook_id"`
 				Relay bool   `json:"relay"`
-			} `json:"webhooks"`
+			} `json:"data"`
 		}
 		_ = json.Unmarshal(call(t, s, "GET", "/v1/convai/webhooks", adminKey, "").Body, &list)
 		for _, w := range list.Webhooks {

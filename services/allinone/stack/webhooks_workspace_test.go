@@ -240,20 +240,20 @@ func TestWebhooksPerWorkspaceAreBounded(t *testing.T) {
 	}
 	wantError(t, call(t, s, "POST", "/v1/convai/webhooks", adminKey, convai), 409, "workspace_limit_reached")
 	wantError(t, call(t, s, "POST", "/v1/workspace/webhooks", adminKey, workspace), 409, "workspace_limit_reached")
-	if r := call(t, s, "GET", "/v1/convai/webhooks", adminKey, ""); r.Code != 200 || len(r.JSON(t)["webhooks"].([]any)) != 2 {
+	if r := call(t, s, "GET", "/v1/convai/webhooks", adminKey, ""); r.Code != 200 || len(r.JSON(t)["data"].([]any)) != 2 {
 		t.Fatalf("listed after the refusals: %d %s", r.Code, r.Body)
 	}
 	// A page at a time (the spec's limit and cursor), oldest first.
 	page1 := call(t, s, "GET", "/v1/convai/webhooks?limit=1", adminKey, "").JSON(t)
 	p1 := page1["pagination"].(map[string]any)
 	next, _ := p1["next_cursor"].(string)
-	if len(page1["webhooks"].([]any)) != 1 || p1["has_more"] != true || next == "" || p1["total_count"] != float64(2) {
+	if len(page1["data"].([]any)) != 1 || p1["has_more"] != true || next == "" || p1["total_count"] != float64(2) {
 		t.Fatalf("a first page of 1: %v", page1)
 	}
 	page2 := call(t, s, "GET", "/v1/convai/webhooks?limit=1&cursor="+url.QueryEscape(next), adminKey, "").JSON(t)
 	p2 := page2["pagination"].(map[string]any)
-	idOf := func(page map[string]any) any { return page["webhooks"].([]any)[0].(map[string]any)["webhook_id"] }
-	if len(page2["webhooks"].([]any)) != 1 || p2["has_more"] != false || p2["next_cursor"] != nil || idOf(page1) != first || idOf(page2) == first {
+	idOf := func(page map[string]any) any { return page["data"].([]any)[0].(map[string]any)["webhook_id"] }
+	if len(page2["data"].([]any)) != 1 || p2["has_more"] != false || p2["next_cursor"] != nil || idOf(page1) != first || idOf(page2) == first {
 		t.Fatalf("the second page: %v after %v", page2, page1)
 	}
 	if r := call(t, s, "GET", "/v1/convai/webhooks?cursor=abc", adminKey, ""); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["query","cursor"]`) {

@@ -56,7 +56,7 @@ func (h *Handlers) List(c *api.Call) (any, error) {
 	for _, wh := range page.Webhooks {
 		out = append(out, viewOf(wh, nil, h.App.RunOf(wh)))
 	}
-	return listView{Webhooks: out, Pagination: pagination{HasMore: page.HasMore, NextCursor: page.NextCursor, TotalCount: page.Total}}, nil
+	return listView{Data: out, Pagination: pagination{HasMore: page.HasMore, NextCursor: page.NextCursor, TotalCount: page.Total}}, nil
 }
 
 // reply writes a webhook (with its secret, when shown), or returns the

@@ -100,7 +100,7 @@ type pagination struct {
 }
 
 type listView struct {
-	Webhooks   []webhookView `json:"webhooks"`
+	Data       []webhookView `json:"data"` // spec 4.7's list convention
 	Pagination pagination    `json:"pagination"`
 }
 

@@ -20,9 +20,9 @@ async function overview(main) {
   async function load() {
     const [list, health] = await Promise.all([get('/v1/convai/webhooks'), get('/v1/voiceai/webhooks/health').catch(() => ({webhooks: []}))]);
     const byID = new Map(health.webhooks.map((x) => [x.webhook_id, x]));
-    replace(listBox, list.webhooks.length ? h('table', {class: 'cards', 'aria-label': 'Webhooks'},
+    replace(listBox, list.data.length ? h('table', {class: 'cards', 'aria-label': 'Webhooks'},
       h('thead', {}, h('tr', {}, ['Endpoint', 'Events', 'State', 'Health', 'Actions'].map((c) => h('th', {scope: 'col'}, c)))),
-      h('tbody', {}, list.webhooks.map((w) => row(w, byID.get(w.webhook_id)))))
+      h('tbody', {}, list.data.map((w) => row(w, byID.get(w.webhook_id)))))
       : h('p', {class: 'muted'}, 'No webhook yet.'));
   }
 
