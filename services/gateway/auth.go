@@ -54,8 +54,9 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 		case secret == "":
 			secret = sdkSecret // the official SDKs send the key as xi-api-key
 		}
+		_, authSent := r.Header[headerAuthorization] // an empty one is still a second credential (spec 5.4)
 		switch {
-		case secret != "" && auth != "":
+		case secret != "" && authSent:
 			g.deny(w, r, apperr.AmbiguousCredentials)
 			return
 		case secret == "" && auth == "":

@@ -37,6 +37,7 @@ func TestAuthMatrix(t *testing.T) {
 	})
 	t.Run("x-api-key and Authorization together", func(t *testing.T) {
 		wantError(t, call(t, s, "GET", list, adminKey, "", "Authorization", "Bearer "+adminKey), 401, "ambiguous_credentials")
+		wantError(t, call(t, s, "GET", list, adminKey, "", "Authorization", ""), 401, "ambiguous_credentials") // present, if empty
 	})
 	t.Run("xi-api-key, as the official SDKs send it", func(t *testing.T) {
 		if r := call(t, s, "GET", list, "", "", "xi-api-key", adminKey); r.Code != 200 {
