@@ -172,6 +172,15 @@ func TestTestBodiesRefusedAtTheirFields(t *testing.T) {
 				{loc: []any{"body", "chat_history", 0, "tool_calls", 0, "tool_has_been_called"}, msg: required, typ: missing},
 				{loc: []any{"body", "chat_history", 0, "tool_results", 0, "is_error"}, msg: required, typ: missing},
 			}},
+		{"integers of spec 2.4 given with fractions", `{"type":"llm","name":"x","success_condition":"c","chat_history":[
+			{"role":"agent","time_in_call_secs":1.5,"source_event_id":2.5,"multivoice_message":{"parts":[{"text":"a","voice_label":"v","time_in_call_secs":0.3}]},
+			 "tool_results":[{"request_id":"r","tool_name":"t","result_value":"v","is_error":false,"tool_has_been_called":true,
+			   "dynamic_variable_updates":[{"variable_name":"x","updated_at":1.5}]}]}]}`,
+			[]fe{
+				{loc: []any{"body", "chat_history", 0, "multivoice_message", "parts", 0, "time_in_call_secs"}, msg: "Input should be a valid integer", typ: "int_type"},
+				{loc: []any{"body", "chat_history", 0, "source_event_id"}, msg: "Input should be a valid integer", typ: "int_type"},
+				{loc: []any{"body", "chat_history", 0, "tool_results", 0, "dynamic_variable_updates", 0, "updated_at"}, msg: "Input should be a valid integer", typ: "int_type"},
+			}},
 		{"success example without response", `{"type":"llm","name":"x","success_examples":[{"response":"a","type":"success"},{"type":"success"}]}`,
 			[]fe{{loc: []any{"body", "success_examples", 1, "response"}, msg: required, typ: missing}}},
 		{"success example of type failure", `{"type":"llm","name":"x","success_examples":[{"response":"a","type":"failure"}]}`,
