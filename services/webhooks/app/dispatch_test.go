@@ -592,7 +592,8 @@ func TestFailingDeliveriesAutoDisableTheWebhook(t *testing.T) {
 
 // An invocation's completion reaches webhooks as test_invocation_completed
 // with the invocation's summary (the event's counts, not the stale ones
-// the invocation carried) and the event's time; a cancellation as
+// the invocation carried; its runs, not its jobs, which count every
+// resubmitted attempt again) and the event's time; a cancellation as
 // test_invocation_cancelled; any other TESTING event, or one without its
 // invocation, is nothing to fan out.
 func TestInvocationOutcomesFanOutWithTheirSummary(t *testing.T) {
@@ -600,7 +601,10 @@ func TestInvocationOutcomesFanOutWithTheirSummary(t *testing.T) {
 	w := d.hook(t, "ws_a", []string{"test_invocation_completed", "test_invocation_cancelled"}, nil)
 	occurred := d.clock.Add(-time.Minute)
 	meta := &commonv1.EventMeta{WorkspaceId: "ws_a", OccurredAtUnixMs: occurred.UnixMilli()}
-	inv := &testingv1.Invocation{InvocationId: "tinv_1", WorkspaceId: "ws_a", AgentId: "agent_1", Status: "completed", JobsTotal: 5, PassedCount: 1}
+	// Five runs (five tests, once each), two of them resubmitted: seven jobs.
+	tests := make([]*testingv1.PlannedTest, 5)
+	inv := &testingv1.Invocation{InvocationId: "tinv_1", WorkspaceId: "ws_a", AgentId: "agent_1", Status: "completed",
+		Tests: tests, RepeatCount: 1, JobsTotal: 7, PassedCount: 1}
 	s := func(id string) app.Stored { return app.Stored{EventID: id, At: d.clock.Add(time.Second)} }
 
 	for _, c := range []struct {

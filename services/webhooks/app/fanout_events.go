@@ -233,7 +233,9 @@ func InvocationFanout(typ string, msg proto.Message, s Stored) (e FanoutEvent, o
 }
 
 func invocationData(inv *testingv1.Invocation) domain.InvocationData {
-	runs := inv.GetJobsTotal()
+	// Its runs, as its GET and the listing count them: each test
+	// repeat_count times. Jobs count every attempt, resubmissions too.
+	runs := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
 	if l := inv.GetLoad(); l != nil {
 		runs = int64(len(l.GetSteps())) // a load test has no runs: its counts are its steps'
 	}
