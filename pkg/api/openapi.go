@@ -310,7 +310,7 @@ func operation(op Operation, components map[string]any, ex example) (map[string]
 	}
 	responses := map[string]any{}
 	for i, code := range op.Success {
-		r := map[string]any{"description": http.StatusText(code), "headers": rateLimitHeaders()}
+		r := map[string]any{"description": http.StatusText(code), "headers": answerHeaders()}
 		if op.Response != "" {
 			content := jsonContent(op.Response)
 			if i == 0 { // the usual answer
@@ -381,11 +381,12 @@ func errorResponses() map[string]any {
 			if s := statuses[code]; len(s) > 0 {
 				description += "; detail.status is one of: " + strings.Join(s, ", ") + "."
 			}
-			r := map[string]any{"description": description, "content": jsonContent(schema)}
+			headers := answerHeaders() // the rate-limit ones when the key was counted (not on a 401)
 			if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-				r["headers"] = map[string]any{"Retry-After": map[string]any{
-					"description": "Seconds to wait before a retry.", "schema": map[string]any{"type": "integer"}}}
+				headers["Retry-After"] = map[string]any{
+					"description": "Seconds to wait before a retry.", "schema": map[string]any{"type": "integer"}}
 			}
+			r := map[string]any{"description": description, "content": jsonContent(schema), "headers": headers}
 			out[errorResponseName(code)] = r
 		}
 	}
@@ -400,7 +401,11 @@ func headResponses(get map[string]any) map[string]any {
 			out[code] = r
 			continue
 		}
-		out[code] = map[string]any{"description": r.(map[string]any)["description"]}
+		head := map[string]any{"description": r.(map[string]any)["description"]}
+		if h := r.(map[string]any)["headers"]; h != nil {
+			head["headers"] = h
+		}
+		out[code] = head
 	}
 	return out
 }
@@ -414,9 +419,12 @@ func pathParams(op Operation) []any {
 	return out
 }
 
-func rateLimitHeaders() map[string]any {
+// answerHeaders are those every answer carries (X-Request-Id, spec 7),
+// and those of the key's rate limits (spec 8) once it is counted.
+func answerHeaders() map[string]any {
 	h := map[string]any{}
 	for name, what := range map[string]string{
+		"X-Request-Id":          "Identifies the request for troubleshooting: the caller's own, when it sent one that is well formed, else one the gateway made.",
 		"X-RateLimit-Limit":     "The requests the key may make in the current window.",
 		"X-RateLimit-Remaining": "The requests left in the window.",
 		"X-RateLimit-Reset":     "When the window resets, in Unix seconds.",

@@ -120,10 +120,15 @@ func (d *Document) Operation(method, path string) (Operation, error) {
 	return Operation{d: d, ptr: "/paths/" + escape(path) + "/" + m, item: item, op: op, Method: method, Path: path}, nil
 }
 
+// WatchedHeaders are the headers of the platform's own that an answer
+// carrying one must declare (in the response it matches).
+var WatchedHeaders = []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"}
+
 // CheckResponse checks an answer of the operation: its status is one the
 // operation documents (by number, by class as 4XX, or default), a body
-// comes in a media type documented for that status, and a JSON body
-// matches its schema. An answer with no body needs no content.
+// comes in a media type documented for that status, a JSON body matches
+// its schema, and each of WatchedHeaders it carries is declared. An answer
+// with no body needs no content.
 func (o Operation) CheckResponse(status int, header http.Header, body []byte) error {
 	responses, _ := o.op["responses"].(map[string]any)
 	key := strconv.Itoa(status)
@@ -139,6 +144,12 @@ func (o Operation) CheckResponse(status int, header http.Header, body []byte) er
 	ptr, response, err := o.d.deref(o.ptr+"/responses/"+key, responses[key])
 	if err != nil {
 		return err
+	}
+	declared, _ := response["headers"].(map[string]any)
+	for _, name := range WatchedHeaders {
+		if header.Get(name) != "" && declared[name] == nil {
+			return fmt.Errorf("the %d answer carries %s, which its document does not declare", status, name)
+		}
 	}
 	if len(body) == 0 {
 		return nil
