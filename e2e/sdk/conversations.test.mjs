@@ -151,7 +151,11 @@ describe("conversations", () => {
         analysis: {
           transcript_summary: `A refund call from ${city}`,
           evaluation_criteria_results: { accuracy: { criteria_id: "accuracy", result: accuracy, rationale: "checked" } },
-          data_collection_results: { city: { data_collection_id: "city", value: city } },
+          data_collection_results: {
+            city: { data_collection_id: "city", value: city },
+            calls: { data_collection_id: "calls", value: 3, rationale: "said it called three times" },
+            callback: { data_collection_id: "callback", value: null, rationale: "never asked" },
+          },
         },
       });
       return id;
@@ -185,6 +189,20 @@ describe("conversations", () => {
     assert.deepEqual(filtered.conversations.map((c) => c.conversationId), [denied]);
     assert.equal(filtered.conversations[0].transcriptSummary, "A refund call from Denver");
     assert.deepEqual(filtered.conversations[0].toolNames, ["refund"]);
+
+    // The analysis reads back as it was reported: a number stays a number,
+    // rationales are kept, an item with nothing collected is listed.
+    let reported;
+    for (let i = 0; i < 200; i++) {
+      reported = (await client.conversationalAi.conversations.get(denied)).analysis;
+      if (reported.evaluationCriteriaResults.accuracy.rationale) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(reported.evaluationCriteriaResults.accuracy.rationale, "checked");
+    assert.deepEqual(reported.dataCollectionResults.calls, { dataCollectionId: "calls", value: 3, rationale: "said it called three times" });
+    assert.equal(reported.dataCollectionResults.callback.value ?? null, null);
+    assert.equal(reported.dataCollectionResults.callback.rationale, "never asked");
+    assert.equal(reported.dataCollectionResults.city.value, "Denver");
 
     // Feedback: a like is rating 5, a dislike 1.
     await client.conversationalAi.conversations.feedback.create(fine, { feedback: "like" });

@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/json"
+
 // ConversationRow is a conversation in a listing (GET
 // /v1/convai/conversations), in the public shape.
 type ConversationRow struct {
@@ -58,12 +60,13 @@ type CriterionVerdict struct {
 	Rationale string `json:"rationale"`
 }
 
-// DataCollected is one data collection item's value; the rationale is
-// not kept: it is empty.
+// DataCollected is one data collection item: its value (any JSON value,
+// null when nothing was collected) and why, as the call stack reported it.
 type DataCollected struct {
-	DataCollectionID string `json:"data_collection_id"`
-	Value            string `json:"value"`
-	Rationale        string `json:"rationale"`
+	DataCollectionID string          `json:"data_collection_id"`
+	Value            json.RawMessage `json:"value"`
+	Rationale        string          `json:"rationale"`
+	JSONSchema       json.RawMessage `json:"json_schema,omitempty"`
 }
 
 // AnalysisJudge is which judge made a re-judged analysis, and when.

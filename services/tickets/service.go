@@ -100,11 +100,11 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		return nil, err
 	}
 	a := newApp(d, rm, dir)
-	transcripts := startTranscripts(ctx, d, keys)
+	transcripts, reported := startTranscripts(ctx, d, keys)
 	verdicts := startVerdicts(ctx, d, keys, dir.Conversations.ConversationDeleted)
-	a.Conversations, a.Transcripts, a.Verdicts = dir.Conversations, transcripts, verdicts
+	a.Conversations, a.Transcripts, a.Reported, a.Verdicts = dir.Conversations, transcripts, reported, verdicts
 	a.ConvWriter, a.Tags = dir.Conversations, tags
-	forgetters := []app.ConversationForgetter{dir.Conversations, snapshots, transcripts, verdicts}
+	forgetters := []app.ConversationForgetter{dir.Conversations, snapshots, transcripts, reported, verdicts}
 	if d.ReadIndex != config.ReadIndexMemory {
 		convs, err := startConversationStore(ctx, d, keys)
 		if err != nil {
@@ -162,14 +162,18 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 	return snapshotter, nil
 }
 
-// startTranscripts projects the transcripts call stacks hand over on
-// conversation_ended into the service's store, and returns their reader.
-func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) adapters.Transcripts {
-	t := adapters.OpenTranscripts(d.Database(Name))
+// startTranscripts projects the transcripts and analyses call stacks
+// hand over on conversation_ended into the service's store, and returns
+// their readers.
+func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) (adapters.Transcripts, adapters.Reported) {
+	t, r := adapters.OpenTranscripts(d.Database(Name)), adapters.OpenReported(d.Database(Name))
 	d.StartProjection(ctx, t.Coll, projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter,
 	}, adapters.TranscriptProjection(keys))
-	return t
+	d.StartProjection(ctx, r.Coll, projection.Config{
+		Stream: events.PlatformStream, Durable: adapters.ReportedDurable, FilterSubjects: adapters.TranscriptsFilter,
+	}, adapters.ReportedProjection(keys))
+	return t, r
 }
 
 // startVerdicts projects the testing service's analyses of conversations

@@ -56,7 +56,7 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	if a := got.Analysis; got.ConversationID != "conv_analysis_1" || got.AgentID != agent || got.Status != "done" || len(got.Transcript) != 3 ||
 		len(a.EvaluationCriteriaResultsList) != 2 || a.EvaluationCriteriaResults["hours"].Result != "success" ||
 		a.EvaluationCriteriaResults["refund"].Result != "failure" || a.CallSuccessful != "failure" || a.ReportedCallSuccessful != "success" ||
-		a.DataCollectionResults["city"].Value != "Denver" || a.Judge == nil || a.Judge.Model != "offline-v2" || got.ModelUsage.Model != "offline-v2" {
+		string(a.DataCollectionResults["city"].Value) != `"Denver"` || a.Judge == nil || a.Judge.Model != "offline-v2" || got.ModelUsage.Model != "offline-v2" {
 		t.Fatalf("analysis: %s", r.Body)
 	}
 	// The analysis is stored: the conversation shows it with its judge
@@ -75,7 +75,7 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the analysis shows on the conversation", shown)
 	if a := conv.Analysis; a.CallSuccessful != "failure" || a.ReportedCallSuccessful != "success" || a.Judge.Model != "offline-v2" ||
-		a.Judge.AnalysedAtUnix < at.Unix() || len(a.EvaluationCriteriaResultsList) != 2 || a.DataCollectionResults["city"].Value != "Denver" ||
+		a.Judge.AnalysedAtUnix < at.Unix() || len(a.EvaluationCriteriaResultsList) != 2 || string(a.DataCollectionResults["city"].Value) != `"Denver"` ||
 		a.EvaluationCriteriaResults["hours"].Result != "success" || a.EvaluationCriteriaResults["refund"].Result != "failure" {
 		t.Fatalf("the conversation's analysis: %+v", conv.Analysis)
 	}

@@ -900,7 +900,7 @@ func (p *platform) seedConversations(n int) error {
 		if err := p.waitListed(fmt.Sprintf("conv_seed%06d", n), 5*time.Minute); err != nil {
 			return err
 		}
-		return p.waitProjected(5*time.Minute, events.PlatformStream, "tickets-transcripts")
+		return p.waitProjected(5*time.Minute, events.PlatformStream, "tickets-transcripts", "tickets-reported-analyses")
 	})
 }
 

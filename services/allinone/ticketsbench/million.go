@@ -108,7 +108,7 @@ func runMillion(n, requests int, readIndex, keep string, tail int) error {
 	if err := p.waitListed(newest, time.Hour); err != nil {
 		return err
 	}
-	durables := []string{"tickets-transcripts"}
+	durables := []string{"tickets-transcripts", "tickets-reported-analyses"}
 	if readIndex == "store" {
 		durables = append(durables, "tickets-conversations")
 	}

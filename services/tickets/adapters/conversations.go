@@ -37,12 +37,14 @@ type conversationEvent struct {
 	// Sealed is the transcript as the API writes it to the stream,
 	// sealed under the conversation's key (pkg/convseal), with its turn
 	// count; only a holder of the keys opens it (openSealed).
-	Sealed      sealedBytes     `json:"transcript_sealed"`
-	SealedTurns *int            `json:"transcript_turns"`
-	analysis    analysis        // RawAnalysis, when in the public shape
-	deletedBy   app.Deleter     // a deletion's command, from its record's headers
-	turns       int             // how many turns the transcript holds; 0 when it is absent or refused
-	shape       transcriptShape // what the listing filters read of it
+	Sealed      sealedBytes `json:"transcript_sealed"`
+	SealedTurns *int        `json:"transcript_turns"`
+	analysis    analysis    // RawAnalysis, when in the public shape
+	// analysisParsed says RawAnalysis is in the public shape.
+	analysisParsed bool
+	deletedBy      app.Deleter     // a deletion's command, from its record's headers
+	turns          int             // how many turns the transcript holds; 0 when it is absent or refused
+	shape          transcriptShape // what the listing filters read of it
 }
 
 // analysis is the public conversation analysis, as far as listings filter
@@ -119,8 +121,10 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	}
 	// An analysis of another shape (a producer on the bus) is dropped, not
 	// the event.
-	if len(ev.RawAnalysis) > 0 && json.Unmarshal(ev.RawAnalysis, &ev.analysis) != nil {
-		ev.analysis = analysis{}
+	if len(ev.RawAnalysis) > 0 {
+		if ev.analysisParsed = json.Unmarshal(ev.RawAnalysis, &ev.analysis) == nil; !ev.analysisParsed {
+			ev.analysis = analysis{}
+		}
 	}
 	if !ids.Valid(ev.ConversationID) || (ev.AgentID != "" && !ids.Valid(ev.AgentID)) {
 		return ev, false

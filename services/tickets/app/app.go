@@ -30,6 +30,9 @@ type App struct {
 	// worker's application has neither.
 	Conversations Conversations
 	Transcripts   Transcripts
+	// Reported, when set, holds the analyses call stacks reported at
+	// conversations' ends, as they came.
+	Reported ReportedAnalyses
 	// Deletion deletes conversations for good (delete.go).
 	Deletion ConversationDeletion
 	// Verdicts, when set, holds the judge's analyses of conversations and

@@ -224,6 +224,15 @@ type Transcripts interface {
 	Transcript(ctx context.Context, workspaceID, conversationID string) (json.RawMessage, error)
 }
 
+// ReportedAnalyses keeps the analyses call stacks report on
+// conversation_ended, as they came: the summary keeps only what listings
+// filter on (a collected value as text, no rationale).
+type ReportedAnalyses interface {
+	// Reported is the analysis (a JSON object in the public shape) the
+	// conversation's last conversation_ended carried, or nil.
+	Reported(ctx context.Context, workspaceID, conversationID string) (json.RawMessage, error)
+}
+
 // ConversationPage is one page of a conversations listing.
 type ConversationPage struct {
 	Conversations []ConversationSummary
@@ -277,7 +286,10 @@ func (a *App) ListConversations(ctx context.Context, workspaceID string, p Conve
 type ConversationDetail struct {
 	ConversationSummary
 	Transcript json.RawMessage // nil: none handed over
-	Tickets    []*ticketsv1.Ticket
+	// Reported is the analysis the call stack reported, as it came (nil:
+	// none, or not kept yet; the summary's then stands in for it).
+	Reported json.RawMessage
+	Tickets  []*ticketsv1.Ticket
 	// Analysis is its latest re-judged analysis (nil: none), Label the
 	// current label of that analysis (nil: none).
 	Analysis *Analysis
@@ -307,6 +319,11 @@ func (a *App) GetConversation(ctx context.Context, workspaceID, conversationID s
 	}
 	c.TagIDs = a.liveTags(workspaceID, c.TagIDs)
 	d := ConversationDetail{ConversationSummary: c, Transcript: transcript, Tickets: tickets}
+	if a.Reported != nil {
+		if d.Reported, err = a.Reported.Reported(ctx, workspaceID, conversationID); err != nil {
+			return ConversationDetail{}, err
+		}
+	}
 	if a.Verdicts != nil {
 		if d.Analysis, err = a.Verdicts.Analysis(ctx, workspaceID, conversationID); err != nil {
 			return ConversationDetail{}, err

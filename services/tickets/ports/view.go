@@ -82,16 +82,18 @@ type feedbackView struct {
 // outcome, summary, criteria results and data), replaced, except the
 // data, by the latest re-judged analysis when there is one.
 func analysisOf(c app.ConversationDetail) wire.ConversationAnalysis {
-	v := wire.ConversationAnalysis{CallSuccessful: c.CallSuccessful, ReportedCallSuccessful: c.CallSuccessful, TranscriptSummary: c.Summary,
-		DataCollectionResults: map[string]wire.DataCollected{}}
-	for id, value := range c.DataCollection {
-		v.DataCollectionResults[id] = wire.DataCollected{DataCollectionID: id, Value: value}
-	}
+	v := wire.ConversationAnalysis{CallSuccessful: c.CallSuccessful, ReportedCallSuccessful: c.CallSuccessful, TranscriptSummary: c.Summary}
+	rep, kept := reportedOf(c)
+	v.DataCollectionResults = rep.DataCollection
 	an := c.Analysis
 	if an == nil {
 		reported := make([]wire.CriterionVerdict, 0, len(c.Evaluations))
 		for _, id := range slices.Sorted(maps.Keys(c.Evaluations)) {
-			reported = append(reported, wire.CriterionVerdict{ID: id, Result: c.Evaluations[id]})
+			verdict := wire.CriterionVerdict{ID: id, Result: c.Evaluations[id]}
+			if kept {
+				verdict.Rationale = rep.Rationales[id]
+			}
+			reported = append(reported, verdict)
 		}
 		v.SetCriteria(reported...)
 		return v
@@ -104,6 +106,64 @@ func analysisOf(c app.ConversationDetail) wire.ConversationAnalysis {
 	v.SetCriteria(judged...)
 	v.Judge = &wire.AnalysisJudge{AnalysisID: an.AnalysisID, Provider: an.JudgeProvider, Model: an.JudgeModel, AnalysedAtUnix: an.AnalysedAtMs / 1000}
 	return v
+}
+
+// reported is what the call stack reported of a conversation, as far as
+// its GET shows it beyond the summary: each item collected, with its
+// value as it came and its rationale, and each criterion's rationale.
+type reported struct {
+	DataCollection map[string]wire.DataCollected
+	Rationales     map[string]string // by criterion id
+}
+
+// reportedOf is the conversation's reported analysis (kept true), or,
+// until it is kept (a moment after the conversation's end), what the
+// summary holds of it: the values as text, no rationales.
+func reportedOf(c app.ConversationDetail) (r reported, kept bool) {
+	r.DataCollection = map[string]wire.DataCollected{}
+	var raw struct {
+		Evaluations map[string]struct {
+			Rationale *string `json:"rationale"`
+		} `json:"evaluation_criteria_results"`
+		DataCollection map[string]struct {
+			ID         *string         `json:"data_collection_id"`
+			Value      json.RawMessage `json:"value"`
+			Rationale  *string         `json:"rationale"`
+			JSONSchema json.RawMessage `json:"json_schema"`
+		} `json:"data_collection_results"`
+	}
+	if c.Reported == nil || json.Unmarshal(c.Reported, &raw) != nil {
+		for id, value := range c.DataCollection {
+			text, _ := json.Marshal(value)
+			r.DataCollection[id] = wire.DataCollected{DataCollectionID: id, Value: text}
+		}
+		return r, false
+	}
+	for id, d := range raw.DataCollection {
+		item := wire.DataCollected{DataCollectionID: id, Value: d.Value, Rationale: deref(d.Rationale)}
+		if d.ID != nil && *d.ID != "" {
+			item.DataCollectionID = *d.ID
+		}
+		if len(d.Value) == 0 {
+			item.Value = json.RawMessage("null") // reported, nothing collected
+		}
+		if len(d.JSONSchema) > 0 && string(d.JSONSchema) != "null" {
+			item.JSONSchema = d.JSONSchema
+		}
+		r.DataCollection[id] = item
+	}
+	r.Rationales = make(map[string]string, len(raw.Evaluations))
+	for id, e := range raw.Evaluations {
+		r.Rationales[id] = deref(e.Rationale)
+	}
+	return r, true
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func orNil(s string) *string {
