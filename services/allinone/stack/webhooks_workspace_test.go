@@ -170,6 +170,11 @@ func TestWorkspaceWebhooks(t *testing.T) {
 	if j := r.JSON(t); j["active"] != true || strings.Contains(string(r.Body), "ticket_created") || !strings.Contains(string(r.Body), `"request_headers":{"X-Env":"********"}`) {
 		t.Fatalf("after the second patch: %s", r.Body)
 	}
+	// Subscribed to nothing, as the workspace API left it: written back
+	// the convai way as it reads.
+	if r := call(t, s, "PUT", "/v1/convai/webhooks/"+id, writer, `{"events":[],"active":true}`); r.Code != 200 {
+		t.Fatalf("its events written back: %d %s", r.Code, r.Body)
+	}
 
 	// Hostile request headers, and what the SDK's types do not allow: 422
 	// in the spec's shape, on create and on update.
