@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,15 +29,23 @@ var agentFields = []string{"agent_id", "name", "tags", "agent_type", "conversati
 // testServerFields are what a test's answer holds that its body does not.
 var testServerFields = []string{"created_at_unix_secs", "last_updated_at_unix_secs", "reliability"}
 
-// readDefinition reads a JSON or YAML file as a JSON object.
+// readDefinition reads a JSON or YAML file as a JSON object. A file that
+// opens with { is read as JSON: most JSON is YAML too, but not all of it
+// (a \/ or a surrogate pair, as Python's json.dump writes an emoji).
 func readDefinition(path string) (map[string]json.RawMessage, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	js, err := yaml.YAMLToJSON(b) // JSON is YAML too
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	js := b
+	if t := bytes.TrimLeft(b, " \t\r\n\ufeff"); len(t) == 0 || t[0] != '{' {
+		if js, err = yaml.YAMLToJSON(b); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	} else if !json.Valid(t) {
+		return nil, fmt.Errorf("%s: not valid JSON (it opens with {)", path)
+	} else {
+		js = t
 	}
 	var def map[string]json.RawMessage
 	if err := json.Unmarshal(js, &def); err != nil || def == nil {
@@ -158,12 +167,13 @@ func (a *app) applyCommand(k applied) *cobra.Command {
 				return err
 			}
 			var out map[string]any
+			var raw []byte
 			verb := k.updated
 			if id == "" {
 				verb = "created"
-				_, err = c.call(cmd.Context(), k.create, nil, nil, def, &out)
+				raw, err = c.call(cmd.Context(), k.create, nil, nil, def, &out)
 			} else {
-				_, err = c.call(cmd.Context(), k.update, []string{id}, nil, def, &out)
+				raw, err = c.call(cmd.Context(), k.update, []string{id}, nil, def, &out)
 			}
 			if err != nil {
 				return err
@@ -172,7 +182,7 @@ func (a *app) applyCommand(k applied) *cobra.Command {
 			if got == "" {
 				got, _ = out["id"].(string)
 			}
-			fmt.Fprintf(a.stdout, "%s %s %s from %s\n", verb, k.noun, firstNonEmpty(got, id), filepath.Base(file))
+			a.started(raw, "%s %s %s from %s\n", verb, k.noun, firstNonEmpty(got, id), filepath.Base(file))
 			return nil
 		},
 	}

@@ -218,9 +218,6 @@ func (a *app) moreHint(hasMore bool, next *string) {
 	}
 }
 
-// fetch calls r for a command: with --json it prints the answer as it
-// came and reports there is nothing left to show; else it decodes the
-// answer into out for the command to render.
 // waitingClient is the API client and the context of a command that
 // starts something on the server and, with --wait, follows it: the wait is
 // bounded by --timeout. cancel is never nil.
@@ -258,6 +255,9 @@ func stoppedWaiting(err error, timeout time.Duration, what string) error {
 	return err
 }
 
+// fetch calls r for a command: with --json it prints the answer as it
+// came and reports there is nothing left to show; else it decodes the
+// answer into out for the command to render.
 func (a *app) fetch(ctx context.Context, r route, ids []string, query url.Values, body, out any) (show bool, err error) {
 	c, err := a.client()
 	if err != nil {

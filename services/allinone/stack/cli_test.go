@@ -179,23 +179,27 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("tests export: exit %d\n%s", code, out)
 	}
 	delete(testDef, "id")
-	testDef["name"] = "Opening hours, from the repository"
+	testDef["name"] = "Opening hours 😀, from the repository/tests"
 	testDef["latency_budget"] = map[string]any{"first_token_p95_ms": 800} // an extension, kept both ways
 	b, _ := json.Marshal(testDef)
+	// Written as other tools write JSON (Python's json.dump, PHP's
+	// json_encode): an emoji as a surrogate pair, a slash escaped; JSON,
+	// though no YAML.
+	b = bytes.Replace(bytes.Replace(b, []byte("😀"), []byte(`\ud83d\ude00`), 1), []byte("repository/tests"), []byte(`repository\/tests`), 1)
 	testFile := filepath.Join(dir, "test.json")
 	if err := os.WriteFile(testFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = voiceai(adminKey, "tests", "apply", "-f", testFile)
-	created := regexp.MustCompile(`created test (test_[A-Za-z0-9_-]+)`).FindStringSubmatch(out)
-	if code != cli.ExitOK || created == nil {
-		t.Fatalf("tests apply (create): exit %d\n%s\n%s", code, out, errOut)
+	code, out, errOut = voiceai(adminKey, "tests", "apply", "-f", testFile, "--json")
+	var created struct{ ID string }
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &created) != nil || created.ID == "" {
+		t.Fatalf("tests apply --json (create): exit %d\n%s\n%s", code, out, errOut)
 	}
-	if got := call(t, s, "GET", "/v1/convai/agent-testing/"+created[1], adminKey, "").JSON(t); got["name"] != "Opening hours, from the repository" ||
+	if got := call(t, s, "GET", "/v1/convai/agent-testing/"+created.ID, adminKey, "").JSON(t); got["name"] != "Opening hours 😀, from the repository/tests" ||
 		got["success_condition"] != testDef["success_condition"] || fmt.Sprint(got["latency_budget"]) != "map[first_token_p95_ms:800]" {
 		t.Fatalf("the created test: %v", got)
 	}
-	if code, out, errOut := voiceai(adminKey, "tests", "export", created[1]); code != cli.ExitOK ||
+	if code, out, errOut := voiceai(adminKey, "tests", "export", created.ID); code != cli.ExitOK ||
 		!regexp.MustCompile(`(?m)^latency_budget:\n\s+first_token_p95_ms: 800$`).MatchString(out) {
 		t.Fatalf("tests export of the applied test: exit %d\n%s\n%s", code, out, errOut)
 	}
