@@ -74,7 +74,10 @@ Ctrl-C stops it.`,
 			// The platform going away is said once, and its coming back;
 			// the client reconnects for as long as tail runs.
 			nc, err := nats.Connect(url, nats.Name("voiceai events tail"), nats.MaxReconnects(-1),
-				nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+				nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+					if c.IsClosed() || cmd.Context().Err() != nil {
+						return // tail ending closed it: nothing was lost
+					}
 					why := ""
 					if err != nil {
 						why = " (" + err.Error() + ")"
