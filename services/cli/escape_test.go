@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/rivo/uniseg"
 )
 
 // Server-provided text reaches the terminal with its control characters
@@ -40,6 +42,28 @@ func TestServerTextCannotForgeALine(t *testing.T) {
 		r := runOn(t, base, args...)
 		if r.code != ExitOK || strings.Contains(r.stdout, "\nPASSED") || !strings.Contains(r.stdout, "\n    PASSED") {
 			t.Fatalf("%v: exit %d, stdout %q", args, r.code, r.stdout)
+		}
+	}
+}
+
+// A table's columns line up on a terminal whatever the names hold: an
+// emoji or a CJK character takes two cells there (tabwriter counted one
+// rune); a bidirectional override, which would show the rest of its line
+// reversed, is escaped like a control character, right-to-left text is not.
+func TestTablesAlignByTerminalWidth(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/agent-testing", reply(200, `{"tests":[{"id":"test_1","name":"Opening hours","type":"llm"},
+	  {"id":"test_2","name":"Pizza 比萨 بيتزا","type":"llm"},{"id":"test_3","name":"Emoji 😀 \u202eevil","type":"tool"}],"has_more":false}`))
+	r := runOn(t, base, "tests", "list")
+	if r.code != ExitOK || strings.ContainsRune(r.stdout, '\u202e') || !strings.Contains(r.stdout, `Emoji 😀 \u202eevil`) || !strings.Contains(r.stdout, "بيتزا") {
+		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	at := func(line, cell string) int { return uniseg.StringWidth(line[:strings.Index(line, cell)]) }
+	want := at(lines[0], "FOLDER") // the column after the names
+	for i, line := range lines[1:] {
+		if got := at(line, "/"); got != want {
+			t.Errorf("row %d: the folder column starts at cell %d, want %d\n%s", i+1, got, want, r.stdout)
 		}
 	}
 }

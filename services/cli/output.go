@@ -6,19 +6,43 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rivo/uniseg"
 )
 
-// table prints rows under a header, columns aligned.
+// table prints rows under a header, columns aligned by the cells they
+// take on a terminal (uniseg's width: an emoji or a CJK character takes
+// two, a combining mark none), where text/tabwriter counts runes.
 func table(w io.Writer, header []string, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	lines := make([][]string, 0, len(rows)+1)
+	lines = append(lines, header)
 	for _, r := range rows {
+		cells := make([]string, len(r))
 		for i, c := range r {
-			r[i] = oneLine(c)
+			cells[i] = oneLine(c)
 		}
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		lines = append(lines, cells)
 	}
-	tw.Flush()
+	var widths []int
+	for _, cells := range lines {
+		for i, c := range cells {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], uniseg.StringWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, cells := range lines {
+		b.Reset()
+		for i, c := range cells {
+			b.WriteString(c)
+			if i < len(cells)-1 { // the last cell is not padded
+				b.WriteString(strings.Repeat(" ", widths[i]-uniseg.StringWidth(c)+2))
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
 }
 
 // fields prints name: value lines, aligned, for one resource.
@@ -37,7 +61,8 @@ func oneLine(s string) string {
 }
 
 // printable shows the control characters of text the server sent (C0,
-// DEL, C1: ESC among them) escaped, as \x1b or \u009b, so a name cannot
+// DEL, C1: ESC among them; the bidirectional overrides) escaped, as \x1b,
+// \u009b or \u202e, so a name cannot
 // clear the screen or retitle the terminal. Line breaks and tabs are kept.
 func printable(s string) string {
 	if !strings.ContainsFunc(s, isControl) {
@@ -66,7 +91,15 @@ func indented(s string) string {
 }
 
 func isControl(r rune) bool {
-	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f) || isBidiControl(r)
+}
+
+// isBidiControl reports the embeddings, overrides and isolates of
+// Unicode's bidirectional algorithm: one in a name would reorder the rest
+// of the line it is printed on (a reason shown backwards). Right-to-left
+// text itself needs none of them, and is printed as it is.
+func isBidiControl(r rune) bool {
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // clip shortens s to n characters for a table cell.
