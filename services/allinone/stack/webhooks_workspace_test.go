@@ -212,6 +212,13 @@ func TestWorkspaceWebhooks(t *testing.T) {
 			t.Errorf("create with %s: %d %s", name, r.Code, r.Body)
 		}
 	}
+	// A url refused is named as the body names it.
+	for _, url := range []string{"https://10.0.0.1/h", "https://user:secret@hooks.example.com/h"} {
+		r := call(t, s, "POST", "/v1/workspace/webhooks", writer, `{"settings":{"auth_type":"hmac","name":"x","webhook_url":"`+url+`"}}`)
+		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","settings","webhook_url"]`) {
+			t.Errorf("create with %s: %d %s", url, r.Code, r.Body)
+		}
+	}
 	if r := patch(`{"is_disabled":false,"name":"QA","events":["speech_to_text"]}`); r.Code != 422 {
 		t.Errorf("an event type not produced here: %d %s", r.Code, r.Body)
 	}

@@ -40,10 +40,20 @@ type Input struct {
 	// (false: no retries; true: the default retries when there were
 	// none), WorkspaceEvents (the complete set of workspace-level event
 	// types, see WithWorkspaceEvents), and Within, where these fields are
-	// in its body (create nests them in "settings").
+	// in its body (create nests them in "settings"), and URLField, what
+	// it calls the url (webhook_url).
 	RetryEnabled    *bool    `json:"-"`
 	WorkspaceEvents []string `json:"-"`
 	Within          []any    `json:"-"`
+	URLField        string   `json:"-"`
+}
+
+// urlField is what the body calls the url.
+func (in Input) urlField() string {
+	if in.URLField != "" {
+		return in.URLField
+	}
+	return "url"
 }
 
 // loc is where field is in the body.
@@ -103,9 +113,9 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 		v.Add("A relay webhook has no url: a polling client takes its deliveries", "value_error", "body", "url")
 	case s.Relay:
 	case in.URL == nil:
-		required("url")
+		required(in.urlField())
 	default:
-		s.URL = checkURL(&v, *in.URL, allowed, in.loc("url"))
+		s.URL = checkURL(&v, *in.URL, allowed, in.loc(in.urlField()))
 	}
 	if in.Events != nil {
 		s.Events = distinct(in.Events)

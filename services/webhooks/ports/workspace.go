@@ -88,7 +88,7 @@ func (h *Handlers) WorkspaceCreate(c *api.Call) (any, error) {
 	s := in.Settings
 	wh, secret, err := h.App.Create(c.Context(), c.Caller(), domain.Input{
 		URL: s.WebhookURL, Name: s.Name, RequestHeaders: s.RequestHeaders,
-		Events: []string{}, WorkspaceEvents: []string{"agent_qa"}, Within: []any{"settings"},
+		Events: []string{}, WorkspaceEvents: []string{"agent_qa"}, Within: []any{"settings"}, URLField: "webhook_url",
 	})
 	if err != nil {
 		return nil, err
