@@ -85,6 +85,16 @@ func TestCheckURL(t *testing.T) {
 	if got, _ := CheckURL("https://example.com/v1#x", nil, "webhooks"); got != "https://example.com/v1" {
 		t.Fatal(got)
 	}
+	for raw, want := range map[string]string{
+		"https://10.0.0.1/":         "URL points to a private address, which webhooks may not reach",
+		"https://[::]/":             "URL points to an unspecified address, which webhooks may not reach",
+		"https://[::127.0.0.1]/":    "URL points to an IPv4-compatible address, which webhooks may not reach",
+		"https://[::ffff:0:a00:1]/": "URL points to an IPv4-translated (SIIT) address, which webhooks may not reach",
+	} {
+		if _, problem := CheckURL(raw, nil, "webhooks"); problem == nil || problem.Msg != want {
+			t.Errorf("%s: %+v, want %q", raw, problem, want)
+		}
+	}
 }
 
 func TestGuardNeverAllowsMetadata(t *testing.T) {

@@ -78,7 +78,7 @@ func CheckURL(raw string, allowed func(host string) bool, what string) (string, 
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if reason, bad := ForbiddenAddr(ip); bad && (!isAllowed || IsMetadata(ip)) {
-			return "", &URLProblem{"URL points to a " + reason + " address, which " + what + " may not reach", "url_forbidden_address"}
+			return "", &URLProblem{"URL points to " + withArticle(reason) + " address, which " + what + " may not reach", "url_forbidden_address"}
 		}
 	}
 	u.Fragment, u.RawFragment = "", ""
@@ -109,4 +109,14 @@ func NumericShorthand(host string) bool {
 		return strings.Trim(digits, "0123456789abcdefABCDEF") == ""
 	}
 	return strings.Trim(digits, "0123456789") == ""
+}
+
+// withArticle is word after its indefinite article (an IPv4-compatible,
+// a private): the reasons ForbiddenAddr gives begin with a vowel sound
+// exactly when they begin with a vowel.
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }

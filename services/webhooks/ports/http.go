@@ -118,6 +118,9 @@ func (h *Handlers) Logs(c *api.Call) (any, error) {
 	if err := c.Query(&q); err != nil {
 		return nil, err
 	}
+	if q.StartTime > 0 && q.EndTime > 0 && q.EndTime <= q.StartTime { // as recover's window: no empty page for a reversed one
+		return nil, apperr.ValidationErrors{{Loc: []any{"query", "end_time"}, Msg: "Input should be a Unix time in seconds after start_time", Type: "value_error"}}
+	}
 	f := domain.LogFilter{Event: q.Event, Status: q.Status, FromMs: q.StartTime * 1000, ToMs: q.EndTime * 1000}
 	id := c.ID()
 	page, err := h.App.Logs(c.Context(), c.Caller().WorkspaceID, id, f, q.limitOr(app.DefaultLogLimit), q.Cursor)

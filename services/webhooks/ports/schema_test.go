@@ -133,6 +133,7 @@ func TestSchemaRefusesWhatTheHandlersDid(t *testing.T) {
 		{"log event", "GET", "/v1/voiceai/webhooks/whk_1/logs?event=nope", "", `["query","event"]`, "enum"},
 		{"log status", "GET", "/v1/voiceai/webhooks/whk_1/logs?status=ok", "", `["query","status"]`, "enum"},
 		{"log time", "GET", "/v1/voiceai/webhooks/whk_1/logs?start_time=0", "", `["query","start_time"]`, "greater_than_equal"},
+		{"log window reversed", "GET", "/v1/voiceai/webhooks/whk_1/logs?start_time=2000000000&end_time=1000000000", "", `["query","end_time"]`, "value_error"},
 
 		// Relay result (RelayResult).
 		{"relay status below 100", "POST", result, `{"token":"t.m","status_code":99}`, `["body","status_code"]`, "greater_than_equal"},
