@@ -268,7 +268,8 @@ func TestResend(t *testing.T) {
 }
 
 // Recover resends each event whose delivery failed for good and that no
-// later delivery delivered, once, from the durable history too.
+// delivery delivered (a resend, before or after the failure), once, from
+// the durable history too.
 func TestRecover(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -276,7 +277,14 @@ func TestRecover(t *testing.T) {
 	at := f.clock.UnixMilli()
 	resent := delivered(w, "evt_1", 0, at+5, true, true) // a resend of evt_1 delivered it
 	resent.AttemptId, resent.ResendId = "evt_1:"+w.WebhookId+":rsd_1:1", "rsd_1"
+	// evt_5 was resent and delivered while its first delivery went on
+	// retrying, then failed for good: the receiver has it all the same.
+	resent5 := delivered(w, "evt_5", 0, at+7, true, true)
+	resent5.AttemptId, resent5.ResendId = "evt_5:"+w.WebhookId+":rsd_5:1", "rsd_5"
 	f.app.History = memory.NewHistory(
+		delivered(w, "evt_5", 2, at+9, false, true),
+		resent5,
+		delivered(w, "evt_5", 0, at+2, false, false),
 		delivered(w, "evt_4", 0, at+6, false, false), // still being retried
 		resent,
 		delivered(w, "evt_3", 0, at+4, false, true),    // failed for good

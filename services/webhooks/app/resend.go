@@ -80,9 +80,10 @@ func (a *App) queue(ctx context.Context, w *webhooksv1.Webhook, att *webhooksv1.
 }
 
 // Recover resends every delivery of the webhook that failed for good in
-// [f.FromMs, f.ToMs) and whose event no later delivery to it delivered,
-// each event once, at most MaxRecover; more reports that others remain
-// (call again with from after the last one).
+// [f.FromMs, f.ToMs) and whose event no delivery to it delivered since
+// f.FromMs (a resend that succeeded while the original went on failing
+// included), each event once, at most MaxRecover; more reports that
+// others remain (call again with from after the last one).
 func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string, f domain.LogFilter) (out []Resent, more bool, err error) {
 	commandID := p.CommandID
 	w, err := a.Get(p.WorkspaceID, webhookID)
@@ -101,9 +102,13 @@ func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string,
 	// The first attempts the window holds: most of what is resent is
 	// among them, with no lookup of its own.
 	firsts := map[string]*webhooksv1.DeliveryAttempt{}
+	delivered := map[string]bool{} // events some delivery delivered, before or after a failure
 	for _, att := range atts {
 		if id := DeliveryID(att); HoldsBodyOf(att, id) && !att.GetTest() && FirstOf(att, id, firsts[id]) {
 			firsts[id] = att
+		}
+		if att.GetSuccess() && !att.GetTest() {
+			delivered[att.GetEventId()] = true
 		}
 	}
 	seen := map[string]bool{}
@@ -112,7 +117,7 @@ func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string,
 			continue
 		}
 		seen[att.GetEventId()] = true
-		if att.GetSuccess() || !att.GetFinal() || !f.Matches(att.GetEvent(), false, att.GetAtUnixMs()) {
+		if delivered[att.GetEventId()] || !att.GetFinal() || !f.Matches(att.GetEvent(), false, att.GetAtUnixMs()) {
 			continue // delivered, still being retried, or outside the range
 		}
 		if len(out) == MaxRecover {
