@@ -151,12 +151,41 @@ func firstLine(s string) string {
 	return s
 }
 
-// JUnitCaseOf is run idx of inv as a test case: res is its result, nil
-// for a run without one, whose status is then unrun.
-func JUnitCaseOf(inv *testingv1.Invocation, idx int, res *testingv1.RunResult, unrun string) JUnitCase {
+// JUnitNames are the names of inv's test cases, by planned test: each
+// test's name, and where two planned tests share one (a test listed twice,
+// two tests of one name) the test's id after it, then its place among the
+// planned tests of that id: CI report tools merge cases of one classname
+// and name, and would count fewer than ran.
+func JUnitNames(inv *testingv1.Invocation) []string {
+	tests := inv.GetTests()
+	names := make([]string, len(tests))
+	byName, byID := map[string]int{}, map[string]int{}
+	for i, pt := range tests {
+		names[i] = orDefault(pt.GetTestName(), "Unknown Test")
+		byName[pt.GetTestType()+"\x00"+names[i]]++
+		byID[pt.GetTestId()]++
+	}
+	seen := map[string]int{}
+	for i, pt := range tests {
+		if byName[pt.GetTestType()+"\x00"+names[i]] < 2 {
+			continue
+		}
+		names[i] += " (" + pt.GetTestId() + ")"
+		if byID[pt.GetTestId()] > 1 {
+			seen[pt.GetTestId()]++
+			names[i] += " #" + strconv.Itoa(seen[pt.GetTestId()])
+		}
+	}
+	return names
+}
+
+// JUnitCaseOf is run idx of inv as a test case, named by names (its
+// JUnitNames): res is its result, nil for a run without one, whose status
+// is then unrun.
+func JUnitCaseOf(inv *testingv1.Invocation, names []string, idx int, res *testingv1.RunResult, unrun string) JUnitCase {
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	pt := inv.GetTests()[idx/repeat]
-	c := JUnitCase{Name: orDefault(pt.GetTestName(), "Unknown Test"), Classname: inv.GetAgentId() + "." + orDefault(pt.GetTestType(), "llm")}
+	c := JUnitCase{Name: names[idx/repeat], Classname: inv.GetAgentId() + "." + orDefault(pt.GetTestType(), "llm")}
 	if repeat > 1 {
 		c.Name += " (repeat " + strconv.Itoa(idx%repeat+1) + "/" + strconv.Itoa(repeat) + ")"
 	}
@@ -212,12 +241,13 @@ func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, bas
 	s := JUnitSuite{Name: orDefault(inv.GetTitle(), inv.GetInvocationId()), ID: inv.GetInvocationId(),
 		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0)}
 	now := app.NewTestStatuses(inv)
+	names := JUnitNames(inv)
 	var turns, firstTokens latencyTally
 	had, err := a.EachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
 		now.Add(idx, app.RunStatus(res, unrun))
 		turns.add(res.GetAgentTurnMs()...)
 		firstTokens.add(res.GetAgentFirstTokenMs()...)
-		c := JUnitCaseOf(inv, idx, res, unrun)
+		c := JUnitCaseOf(inv, names, idx, res, unrun)
 		s.Tests++
 		s.TimeMs += max(c.TimeMs, 0)
 		switch c.Outcome {
@@ -249,7 +279,7 @@ func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, bas
 	j := NewJUnitWriter(w)
 	j.Begin(s)
 	_, err = a.EachRun(ctx, inv, false, had, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
-		return j.Case(JUnitCaseOf(inv, idx, res, unrun))
+		return j.Case(JUnitCaseOf(inv, names, idx, res, unrun))
 	})
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func TestJUnitDocumentValidatesAgainstTheXSD(t *testing.T) {
 	}
 	var cases []JUnitCase
 	for i, r := range runs {
-		cases = append(cases, JUnitCaseOf(inv, i, r.res, r.unrun))
+		cases = append(cases, JUnitCaseOf(inv, JUnitNames(inv), i, r.res, r.unrun))
 	}
 	d := validJUnit(t, JUnitSuite{Name: inv.GetTitle(), ID: inv.GetInvocationId(), Tests: 4, Failures: 1, Errors: 1, Skipped: 1, TimeMs: 1_752,
 		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0), Properties: [][2]string{{"agent_id", "agent_1"}, {"branch_id", ""},

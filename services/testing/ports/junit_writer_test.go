@@ -3,6 +3,7 @@ package ports
 import (
 	"bytes"
 	"encoding/xml"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,14 +124,29 @@ func TestJUnitCaseOf(t *testing.T) {
 		{3, &testingv1.RunResult{Status: domain.RunCancelled}, "", "Book (repeat 1/3)", "agent_1.tool", JUnitSkipped, "The run was cancelled.", "", 0},
 	}
 	for _, c := range cases {
-		got := JUnitCaseOf(inv, c.idx, c.res, c.unrun)
+		got := JUnitCaseOf(inv, JUnitNames(inv), c.idx, c.res, c.unrun)
 		want := JUnitCase{Name: c.name, Classname: c.class, Outcome: c.outcome, Message: c.message, Text: c.text, TimeMs: c.ms}
 		if got != want {
 			t.Errorf("run %d:\n got %+v\nwant %+v", c.idx, got, want)
 		}
 	}
 	inv.RepeatCount = 1
-	if got := JUnitCaseOf(inv, 1, passed, ""); got.Name != "Book" {
+	if got := JUnitCaseOf(inv, JUnitNames(inv), 1, passed, ""); got.Name != "Book" {
 		t.Errorf("one repeat: %q", got.Name)
+	}
+}
+
+// No two cases of an invocation share a classname and a name, which CI
+// report tools would merge: a test listed twice, or two tests of one name,
+// are told apart by id and place; a name used once is left as it is.
+func TestJUnitNamesAreUnique(t *testing.T) {
+	inv := &testingv1.Invocation{Tests: []*testingv1.PlannedTest{
+		{TestId: "test_a", TestName: "Hours", TestType: "llm"}, {TestId: "test_a", TestName: "Hours", TestType: "llm"},
+		{TestId: "test_b", TestName: "Hours", TestType: "llm"}, {TestId: "test_c", TestName: "Hours", TestType: "tool"},
+		{TestId: "test_d", TestName: "Book", TestType: "llm"},
+	}}
+	want := []string{"Hours (test_a) #1", "Hours (test_a) #2", "Hours (test_b)", "Hours", "Book"}
+	if got := JUnitNames(inv); !slices.Equal(got, want) {
+		t.Fatalf("names %q, want %q", got, want)
 	}
 }
