@@ -34,7 +34,7 @@ connection do not stop it: it waits (as long as Retry-After asks) and polls agai
 so on stderr. Ctrl-C stops listening and deletes the webhook (--keep keeps it; --webhook
 reuses one); if it cannot, it says which webhook is left.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			u, err := url.Parse(forwardTo)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return fmt.Errorf("--forward-to %q is not an http(s) URL", forwardTo)
@@ -49,7 +49,11 @@ reuses one); if it cannot, it says which webhook is left.`,
 					return err
 				}
 				if !keep {
-					defer a.deleteRelay(c, webhookID)
+					defer func() { // a webhook left behind fails the command: a script must clean up
+						if left := a.deleteRelay(c, webhookID); left != nil && err == nil {
+							err = left
+						}
+					}()
 				}
 			}
 			fmt.Fprintf(a.stderr, "Relaying the deliveries of webhook %s to %s (Ctrl-C stops).\n", webhookID, forwardTo)
@@ -100,9 +104,9 @@ var deleteWithin = 30 * time.Second
 
 // deleteRelay deletes the relay webhook listen created, trying again on
 // the rate limit (as long as Retry-After asks, within deleteWithin) and
-// on outages; when it cannot, it says which webhook is left and how to
-// delete it.
-func (a *app) deleteRelay(c *client, webhookID string) {
+// on outages; when it cannot, its error says which webhook is left and
+// how to delete it.
+func (a *app) deleteRelay(c *client, webhookID string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), deleteWithin)
 	defer cancel()
 	err := a.persist(ctx, "deleting webhook "+webhookID, true, func() error {
@@ -110,8 +114,9 @@ func (a *app) deleteRelay(c *client, webhookID string) {
 		return err
 	})
 	if err != nil {
-		fmt.Fprintf(a.stderr, "could not delete relay webhook %s: %v\nIt is left, active: delete it with `voiceai webhooks delete %s`.\n", webhookID, err, webhookID)
+		return fmt.Errorf("could not delete relay webhook %s: %w\nIt is left, active: delete it with `voiceai webhooks delete %s`", webhookID, err, webhookID)
 	}
+	return nil
 }
 
 // relay polls for deliveries and forwards each until ctx ends. The rate

@@ -134,7 +134,7 @@ func TestWebhooksListenRidesOutRateLimitsAndOutages(t *testing.T) {
 }
 
 // When the webhook cannot be deleted in time, listen says which is left
-// and how to delete it.
+// and how to delete it, and fails (exit 2): a script must clean up.
 func TestWebhooksListenSaysWhichWebhookIsLeft(t *testing.T) {
 	noSleep(t)
 	f, base := newFake(t)
@@ -147,8 +147,8 @@ func TestWebhooksListenSaysWhichWebhookIsLeft(t *testing.T) {
 	})
 	f.on("DELETE /v1/convai/webhooks/whk_1", withRetryAfter("3600", reply(429, rateLimited)))
 	var out, errOut bytes.Buffer
-	Run(ctx, []string{"webhooks", "listen", "--event", "call_ended", "--forward-to", "http://127.0.0.1:1/", "--api-key", "k", "--base-url", base}, &out, &errOut)
-	if s := errOut.String(); !strings.Contains(s, "could not delete relay webhook whk_1") || !strings.Contains(s, "voiceai webhooks delete whk_1") {
-		t.Fatalf("stderr %q", s)
+	code := Run(ctx, []string{"webhooks", "listen", "--event", "call_ended", "--forward-to", "http://127.0.0.1:1/", "--api-key", "k", "--base-url", base}, &out, &errOut)
+	if s := errOut.String(); code != ExitError || !strings.Contains(s, "could not delete relay webhook whk_1") || !strings.Contains(s, "voiceai webhooks delete whk_1") {
+		t.Fatalf("exit %d, stderr %q", code, s)
 	}
 }

@@ -72,9 +72,13 @@ func (a *app) persist(ctx context.Context, what string, cutShort bool, op func()
 		}
 		if down.IsZero() {
 			down = time.Now()
-			msg := "trying again until it answers"
+			until := "until it answers"
+			if dl, has := ctx.Deadline(); cutShort && has {
+				until = fmt.Sprintf("for up to %s", time.Until(dl).Round(time.Second))
+			}
+			msg := "trying again " + until
 			if asked > 0 {
-				msg = fmt.Sprintf("trying again as the server asks (in %s), then until it answers", asked)
+				msg = fmt.Sprintf("trying again as the server asks (in %s), then %s", asked, until)
 			}
 			fmt.Fprintf(a.stderr, "%s: %v; %s\n", what, err, msg)
 		}
