@@ -58,6 +58,9 @@ func (a *app) printTicket(t ticket) {
 	}
 	kv = append(kv, "QA comment", orDash(t.QAComment), "Created", unixTime(t.CreatedAtUnixSecs), "Updated", unixTime(t.UpdatedAtUnixSecs))
 	fields(a.stdout, kv...)
+	if len(t.TicketComments)+len(t.TurnComments) > 0 {
+		fmt.Fprintln(a.stdout, "Comments:")
+	}
 	for _, cm := range t.TicketComments {
 		fmt.Fprintf(a.stdout, "  %s %s: %s\n", unixTime(cm.CreatedAtUnixSecs), orDash(cm.OwnerUserID), oneLine(cm.Comment))
 	}

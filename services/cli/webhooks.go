@@ -50,7 +50,8 @@ func (a *app) webhooksListCommand() *cobra.Command {
 				if w.DisabledReason != nil {
 					state = "disabled: " + *w.DisabledReason
 				}
-				rows[i] = []string{w.ID, clip(w.URL, 60), clip(strings.Join(w.Events, ","), 60), clip(state, 40), unixTime(w.Created)}
+				// A relay webhook has no url.
+				rows[i] = []string{w.ID, dash(clip(w.URL, 60)), clip(strings.Join(w.Events, ","), 60), clip(state, 40), unixTime(w.Created)}
 			}
 			table(a.stdout, []string{"ID", "URL", "EVENTS", "STATE", "CREATED"}, rows)
 			a.moreHint(out.Pagination.HasMore, out.Pagination.NextCursor)
