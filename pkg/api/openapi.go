@@ -264,7 +264,8 @@ func document() (map[string]any, error) {
 				"the same key with the same request answers the first result, with another request it is refused (422 idempotency_key_reused) " +
 				"(x-idempotent says which operations honour it). " +
 				"An optional member of a request body sent as null is taken as absent (the official SDKs send an optional left undefined so), " +
-				"unless its schema takes null, where null means what the schema says (a PATCH's null clears).",
+				"unless its schema takes null, where null means what the schema says (a PATCH's null clears). " +
+				"Likewise a query parameter given with an empty value (?status=) is taken as absent, and one an operation does not list is ignored.",
 		},
 		"servers": []any{map[string]any{"url": "/"}},
 		"security": []any{map[string]any{"apiKey": []any{}}, map[string]any{"xiApiKey": []any{}},
