@@ -100,7 +100,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		return nil, err
 	}
 	a := newApp(d, rm, dir)
-	transcripts, reported := startTranscripts(ctx, d, keys)
+	transcripts, reported := startTranscripts(ctx, d, keys, dir.Conversations.ConversationDeleted)
 	verdicts := startVerdicts(ctx, d, keys, dir.Conversations.ConversationDeleted)
 	a.Conversations, a.Transcripts, a.Reported, a.Verdicts = dir.Conversations, transcripts, reported, verdicts
 	a.ConvWriter, a.Tags = dir.Conversations, tags
@@ -165,14 +165,14 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 // startTranscripts projects the transcripts and analyses call stacks
 // hand over on conversation_ended into the service's store, and returns
 // their readers.
-func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) (adapters.Transcripts, adapters.Reported) {
+func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys, deleted func(workspaceID, conversationID string) bool) (adapters.Transcripts, adapters.Reported) {
 	t, r := adapters.OpenTranscripts(d.Database(Name)), adapters.OpenReported(d.Database(Name))
 	d.StartProjection(ctx, t.Coll, projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter,
 	}, adapters.TranscriptProjection(keys))
 	d.StartProjection(ctx, r.Coll, projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.ReportedDurable, FilterSubjects: adapters.TranscriptsFilter,
-	}, adapters.ReportedProjection(keys))
+	}, adapters.ReportedProjection(deleted))
 	return t, r
 }
 

@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 )
@@ -64,24 +63,22 @@ func (r Reported) ForgetConversation(ctx context.Context, workspaceID, conversat
 
 // ReportedProjection projects conversation_ended's analysis: a later one
 // replaces it (one reporting none clears it, as the summary's filters
-// are cleared), a deletion leaves a tombstone, and so does an analysis
-// replayed after its conversation's key was destroyed: it travels in the
-// clear, and must not come back from a replay.
-func ReportedProjection(keys convseal.Keys) projection.Handler {
-	return func(ctx context.Context, rec eventstore.Record) (string, any, error) {
+// are cleared), and a deletion leaves a tombstone. An analysis travels in
+// the clear, so one of a conversation deleted already (deleted, the
+// conversation index's word: no lookup of its key) is not written again
+// by a projector still behind the deletion's record.
+func ReportedProjection(deleted func(workspaceID, conversationID string) bool) projection.Handler {
+	return func(_ context.Context, rec eventstore.Record) (string, any, error) {
 		ev, ok := parseConversationEvent(rec)
 		if !ok || ev.Name == "conversation_started" {
 			return "", nil, nil
 		}
 		id := transcriptID(ev.WorkspaceID, ev.ConversationID)
-		gone := ReportedDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, Deleted: true}
 		if ev.Name == ConversationDeletedEvent {
-			return id, gone, nil
+			return id, ReportedDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, Deleted: true}, nil
 		}
-		if _, err := keys.Key(ctx, ev.WorkspaceID, ev.ConversationID, false); errors.Is(err, convseal.ErrShredded) {
-			return id, gone, nil
-		} else if err != nil && !errors.Is(err, convseal.ErrNoKey) {
-			return "", nil, err
+		if deleted(ev.WorkspaceID, ev.ConversationID) {
+			return "", nil, nil
 		}
 		doc := ReportedDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID}
 		if a := bytes.TrimSpace(ev.RawAnalysis); len(a) > 0 && a[0] == '{' && ev.analysisParsed {
