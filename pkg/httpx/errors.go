@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gorilla/mux"
 
@@ -85,7 +86,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		LoggerFrom(r.Context()).Warn("malformed id reached a handler", "err", err)
 		e = apperr.ResourceNotFound
 	}
-	if e == nil && eventlog.IsUnavailable(err) {
+	if e == nil && (eventlog.IsUnavailable(err) || otherUnavailable(err)) {
 		// A store electing a leader, or restarting: a retry in a moment
 		// succeeds, and nothing was written.
 		LoggerFrom(r.Context()).Warn("store unavailable", "err", err)
@@ -163,3 +164,19 @@ const maxEcho = 256
 // clip cuts a caller-supplied value to maxEcho bytes before it is logged
 // or repeated in an answer.
 func clip(s string) string { return obs.Truncate(s, maxEcho) }
+
+// storeUnavailable reports the errors of the store the process's read
+// models use (Mongo) that say it did not answer. It is set by whoever
+// makes the store's client (AnswerUnavailable), so this package links no
+// store driver.
+var storeUnavailable atomic.Pointer[func(error) bool]
+
+// AnswerUnavailable makes WriteError answer an error check reports as a
+// 503 service_unavailable with Retry-After: a store that did not answer,
+// where a retry in a moment may succeed.
+func AnswerUnavailable(check func(error) bool) { storeUnavailable.Store(&check) }
+
+func otherUnavailable(err error) bool {
+	check := storeUnavailable.Load()
+	return check != nil && (*check)(err)
+}

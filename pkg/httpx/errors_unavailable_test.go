@@ -25,3 +25,21 @@ func TestWriteErrorAnswersAnOutage503WithRetryAfter(t *testing.T) {
 		t.Fatalf("an ordinary failure: %d %q", w.Code, w.Header().Get("Retry-After"))
 	}
 }
+
+// A read model's store that did not answer (as the check its client's
+// maker registered says) is an outage too: 503 with Retry-After, not a 500.
+func TestWriteErrorAnswersARegisteredStoreOutage503(t *testing.T) {
+	selection := errors.New("server selection error: connection refused")
+	AnswerUnavailable(func(err error) bool { return errors.Is(err, selection) })
+	t.Cleanup(func() { storeUnavailable.Store(nil) })
+	w, r := httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil)
+	WriteError(w, r, fmt.Errorf("list tickets: %w", selection))
+	if w.Code != 503 || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("got %d Retry-After %q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	w = httptest.NewRecorder()
+	WriteError(w, r, errors.New("boom"))
+	if w.Code != 500 {
+		t.Fatalf("an ordinary failure: %d", w.Code)
+	}
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
@@ -101,11 +102,13 @@ func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.L
 	if mongoURI == "" {
 		return link, nil, nil // a service without a store (the gateway)
 	}
-	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI).SetAppName("voiceai-" + name))
+	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI).SetAppName("voiceai-" + name).
+		SetServerSelectionTimeout(StoreSelectionTimeout))
 	if err != nil {
 		link.Close()
 		return nil, nil, fmt.Errorf("connect mongo: %w", err)
 	}
+	httpx.AnswerUnavailable(mongox.IsUnavailable)
 	err = untilReachable(ctx, "mongo", mongoURI, logger, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -118,6 +121,13 @@ func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.L
 	}
 	return link, mc, nil
 }
+
+// StoreSelectionTimeout bounds how long a store operation waits for a
+// server to send it to (the driver's default is 30 s, the gateway's whole
+// wait for a service): with the store down, a request is answered 503
+// with Retry-After in this time (mongox.IsUnavailable), and a replica
+// set's election (about 12 s) is ridden out by the caller's retry.
+const StoreSelectionTimeout = 5 * time.Second
 
 // AsyncPublishTimeout bounds the wait for an async publish's
 // acknowledgement: longer than a stream leader election (under 10 s in
