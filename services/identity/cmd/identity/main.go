@@ -25,18 +25,30 @@ type cfg struct {
 }
 
 func main() {
+	if err := rootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "identity:", err)
+		os.Exit(1)
+	}
+}
+
+// rootCommand serves the identity service; its subcommands are the
+// operator's workspace client and probe, which every service binary
+// answers for container health checks (runtime.Run asks the running
+// replica's /readyz when started so).
+func rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use: "identity", Short: "Run the identity service", SilenceUsage: true, SilenceErrors: true,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return serve() },
 	}
 	root.AddCommand(operator.WorkspaceCommand(func() (string, error) {
 		c, err := config.Load[cfg]()
 		return c.NATSURL, err
-	}))
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "identity:", err)
-		os.Exit(1)
-	}
+	}), &cobra.Command{
+		Use: runtime.ProbeCommand, Short: "Ask the running replica's /readyz (exit 0 when ready)", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return serve() },
+	})
+	return root
 }
 
 func serve() error {
