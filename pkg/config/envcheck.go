@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,4 +106,28 @@ func validHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// VariablesOf are the environment variables a configuration of type T
+// reads, sorted.
+func VariablesOf[T any]() []string {
+	var out []string
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+			if key == "" || key == "-" {
+				if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[time.Time]() {
+					walk(f.Type)
+				}
+				continue
+			}
+			if !slices.Contains(out, key) {
+				out = append(out, key)
+			}
+		}
+	}
+	walk(reflect.TypeFor[T]())
+	slices.Sort(out)
+	return out
 }

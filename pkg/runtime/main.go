@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +34,9 @@ type Configured interface {
 // environment (config.Load, which validates it), the service run under
 // name (Run), and on failure the error on stderr and exit status 1.
 func Main[C Configured](name string, start func(ctx context.Context, d Deps, c C) (stop func() error, err error)) {
+	if code, done := usage[C](name, os.Args[1:], os.Stdout, os.Stderr); done {
+		os.Exit(code)
+	}
 	if err := LoadAndRun(name, start); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
@@ -200,4 +205,27 @@ func WarnUnknownVariables(log *slog.Logger, environ []string) {
 			log.Warn("a VOICEAI_ variable no binary reads is set: it does nothing", "variable", u.Name)
 		}
 	}
+}
+
+// usage answers a service binary's arguments other than none (run) and
+// probe: --help (or -h, help) prints what the binary is and the variables
+// it reads; anything else is refused (exit 2), rather than starting a
+// replica that would bind its ports and take work. done says the process
+// must exit with code.
+func usage[C Configured](name string, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	if len(args) == 0 || (len(args) == 1 && args[0] == ProbeCommand) {
+		return 0, false
+	}
+	w, code := stdout, 0
+	if a := args[0]; len(args) > 1 || (a != "-h" && a != "--help" && a != "help") {
+		w, code = stderr, 2
+		fmt.Fprintf(w, "%s: unknown argument %q\n\n", name, strings.Join(args, " "))
+	}
+	fmt.Fprintf(w, `Usage: %[1]s          run the %[1]s service until SIGINT or SIGTERM
+       %[1]s probe    ask the running replica's /readyz (exit 0 when ready)
+
+It is configured by environment variables alone (see the README's configuration table):
+  %[2]s
+`, name, strings.Join(config.VariablesOf[C](), "\n  "))
+	return code, true
 }
