@@ -145,6 +145,9 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 	var nc *nats.Conn
 	err := untilReachable(ctx, "nats", url, logger, func() (err error) {
 		nc, err = nats.Connect(url, opts...)
+		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
+			return refused{fmt.Errorf("NATS refused the login in VOICEAI_NATS_URL (%s): %w; check its user and password", config.Redacted(url), err)}
+		}
 		return err
 	})
 	if err != nil {
@@ -157,6 +160,10 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 	return l, nil
 }
 
+// refused is a failure to reach a server that no wait cures: the server
+// refused the process's login.
+type refused struct{ error }
+
 // untilReachable calls try until it succeeds, logging each failure and
 // waiting reconnectDelay between attempts, or until ctx ends: a process
 // may start before the server it needs (what, at url).
@@ -165,6 +172,10 @@ func untilReachable(ctx context.Context, what, url string, logger *slog.Logger, 
 		err := try()
 		if err == nil {
 			return nil
+		}
+		var r refused
+		if errors.As(err, &r) {
+			return r.error // a wrong login does not heal by waiting: the process stops, saying why
 		}
 		logger.Warn(what+" not reachable yet", "url", config.Redacted(url), "attempt", attempt+1, "err", err)
 		select {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -153,4 +154,26 @@ func TestLinkIsNotReadyWhileTheServerIsDown(t *testing.T) {
 	}
 	t.Cleanup(func() { again.Shutdown(); again.WaitForShutdown() })
 	testkit.Eventually(t, 10*time.Second, "ready once the server is back", func() bool { return link.Ready(context.Background()) == nil })
+}
+
+// A login NATS refuses stops the dial at once, saying so and where to
+// look, with the password hidden: waiting cures a server not up yet, not
+// a wrong password (it was retried for good, at WARN).
+func TestDialStopsAtARefusedLogin(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, Username: "voiceai", Password: "right-password", NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(ns.Shutdown)
+	url := strings.Replace(ns.ClientURL(), "nats://", "nats://voiceai:wrong-password@", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a retry loop would run this out
+	defer cancel()
+	_, err = DialNATS(ctx, "authtest", url, quietLog(), prometheus.NewRegistry())
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "NATS refused the login in VOICEAI_NATS_URL") || strings.Contains(err.Error(), "wrong-password") {
+		t.Fatalf("dial with a wrong password: %v (waited out: %v)", err, ctx.Err())
+	}
 }

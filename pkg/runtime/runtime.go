@@ -5,6 +5,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -19,8 +20,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/auth"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
@@ -112,7 +115,11 @@ func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.L
 	err = untilReachable(ctx, "mongo", mongoURI, logger, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return mc.Ping(pctx, nil)
+		err := mc.Ping(pctx, nil)
+		if authErr := (*auth.Error)(nil); errors.As(err, &authErr) {
+			return refused{fmt.Errorf("the store refused the login in VOICEAI_MONGO_URI (%s): %w; check its user and password", config.Redacted(mongoURI), err)}
+		}
+		return err
 	})
 	if err != nil {
 		link.Close()
