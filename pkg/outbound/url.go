@@ -45,6 +45,10 @@ func (e Env) Hosts() []string {
 // type of a validation error.
 type URLProblem struct {
 	Msg, Type string
+	// Allowable says the operator's allow-list (VOICEAI_OUTBOUND_ALLOW_HOSTS)
+	// would let the URL through had it listed the host: http, or a private
+	// address (cloud metadata never is).
+	Allowable bool
 }
 
 // CheckURL checks a destination URL before it is stored: absolute, no
@@ -55,15 +59,15 @@ type URLProblem struct {
 // message ("webhooks", "agent endpoints").
 func CheckURL(raw string, allowed func(host string) bool, what string) (string, *URLProblem) {
 	if raw != strings.TrimSpace(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
-		return "", &URLProblem{"URL must not contain whitespace or control characters", "url_parsing"}
+		return "", &URLProblem{"URL must not contain whitespace or control characters", "url_parsing", false}
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" || u.Opaque != "" {
-		return "", &URLProblem{"Input should be an absolute https URL", "url_parsing"}
+		return "", &URLProblem{"Input should be an absolute https URL", "url_parsing", false}
 	}
 	if u.User != nil {
 		// Whoever may read the webhook or the agent would read them.
-		return "", &URLProblem{"URL must not carry credentials (user:password@): send them in a request header instead", "url_credentials"}
+		return "", &URLProblem{"URL must not carry credentials (user:password@): send them in a request header instead", "url_credentials", false}
 	}
 	host := strings.ToLower(u.Hostname())
 	isAllowed := allowed != nil && allowed(host)
@@ -71,14 +75,14 @@ func CheckURL(raw string, allowed func(host string) bool, what string) (string, 
 	case u.Scheme == "https":
 	case u.Scheme == "http" && isAllowed:
 	default:
-		return "", &URLProblem{"URL scheme should be 'https'", "url_scheme"}
+		return "", &URLProblem{"URL scheme should be 'https'", "url_scheme", u.Scheme == "http"}
 	}
 	if NumericShorthand(host) {
-		return "", &URLProblem{"URL host should be a name or an IP address written in full (e.g. 203.0.113.7), not a numeric form such as 0x7f000001, 2130706433, 0177.0.0.1 or 127.1", "url_parsing"}
+		return "", &URLProblem{"URL host should be a name or an IP address written in full (e.g. 203.0.113.7), not a numeric form such as 0x7f000001, 2130706433, 0177.0.0.1 or 127.1", "url_parsing", false}
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if reason, bad := ForbiddenAddr(ip); bad && (!isAllowed || IsMetadata(ip)) {
-			return "", &URLProblem{"URL points to " + withArticle(reason) + " address, which " + what + " may not reach", "url_forbidden_address"}
+			return "", &URLProblem{"URL points to " + withArticle(reason) + " address, which " + what + " may not reach", "url_forbidden_address", !IsMetadata(ip)}
 		}
 	}
 	u.Fragment, u.RawFragment = "", ""

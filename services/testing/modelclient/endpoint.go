@@ -143,7 +143,11 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg model.Agent
 	// Checked again here: the allow-list may have changed since the agent
 	// was saved, and an override is not saved at all.
 	if _, bad := outbound.CheckURL(p.Endpoint.URL, e.Guard.HostAllowed, "agent endpoints"); bad != nil {
-		return nil, &model.EndpointError{Err: fmt.Errorf("%s: %s", p.Endpoint.URL, bad.Msg), Fault: model.NotCallable}
+		msg := bad.Msg
+		if bad.Allowable { // the agents service took it: its allow-list and the runners' differ
+			msg += " (unless VOICEAI_OUTBOUND_ALLOW_HOSTS lists its host on the runners, as on the agents service)"
+		}
+		return nil, &model.EndpointError{Err: fmt.Errorf("%s: %s", p.Endpoint.URL, msg), Fault: model.NotCallable}
 	}
 	key, err := e.resolve(ctx, workspaceID, p.Endpoint.APIKey, vars)
 	if err != nil {

@@ -49,7 +49,8 @@ func TestEndpointsRefuseWhatTheyCannotResolve(t *testing.T) {
 	t.Setenv("OTHER_KEY", "secret")
 	for config, want := range map[string]string{
 		`{"agent":{"prompt":{"llm":"custom-llm"}}}`:                                                                                                "custom_llm is missing or invalid",
-		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"http://10.0.0.9/v1"}}}}`:                                                      "URL scheme should be 'https'",
+		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"http://10.0.0.9/v1"}}}}`:                                                      "URL scheme should be 'https' (unless VOICEAI_OUTBOUND_ALLOW_HOSTS lists its host on the runners",
+		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://169.254.169.254/v1"}}}}`:                                              "cloud metadata address, which agent endpoints may not reach",
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","api_key":{"secret_id":"s"}}}}}`:                           "cannot open workspace secrets",
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","api_key":{"env_var_label":"OTHER_KEY"}}}}}`:               "OTHER_KEY is not one the operator allows",
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","request_headers":{"X-Call":{"variable_name":"nope"}}}}}}`: "dynamic variable nope has no value",
