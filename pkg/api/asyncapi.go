@@ -56,6 +56,20 @@ func asyncDocument() (map[string]any, error) {
 			}
 			refs["PlatformEvent"] = map[string]any{"$ref": "#/components/messages/PlatformEvent"}
 		}
+		if s.Name == events.TestRunsStream {
+			// Two kinds of record on TESTRUNS are not events: no
+			// Voiceai-Event-Type header, a decimal text for payload.
+			for name, summary := range map[string]string{
+				"TestRunsQueued": "Not an event: on testruns.queued.<workspace_id>.<invocation_id>, how many run jobs the invocation " +
+					"has queued in all, as decimal text (the last is current). It has no Voiceai-Event-Type header.",
+				"TestRunsCompleting": "Not an event: on testruns.completing.<workspace_id>.<invocation_id>, a runner's claim to " +
+					"complete the invocation's round whose jobs total it holds, as decimal text. It has no Voiceai-Event-Type header.",
+			} {
+				messages[name] = map[string]any{"name": name, "contentType": "text/plain", "summary": summary,
+					"payload": map[string]any{"type": "string", "pattern": "^[0-9]+$"}}
+				refs[name] = map[string]any{"$ref": "#/components/messages/" + name}
+			}
+		}
 		for _, t := range byStream[s.Name] {
 			msg, _ := events.New(t)
 			desc := msg.ProtoReflect().Descriptor()

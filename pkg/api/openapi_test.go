@@ -100,6 +100,14 @@ func TestAsyncAPIDocument(t *testing.T) {
 			t.Errorf("event type %s has no message on channel %s", typ, stream)
 		}
 	}
+	// TESTRUNS also holds records that are not events: a subscriber of
+	// testruns.> meets them, so the document names them.
+	testruns, _ := doc["channels"].(map[string]any)[events.TestRunsStream].(map[string]any)
+	for _, name := range []string{"TestRunsQueued", "TestRunsCompleting"} {
+		if testruns == nil || testruns["messages"].(map[string]any)[name] == nil {
+			t.Errorf("channel %s has no message %s", events.TestRunsStream, name)
+		}
+	}
 	for _, ref := range regexp.MustCompile(`"\$ref": "#/([^"]+)"`).FindAllStringSubmatch(string(b), -1) {
 		var node any = doc
 		for _, part := range strings.Split(ref[1], "/") {

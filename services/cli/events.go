@@ -145,7 +145,10 @@ func (a *app) tail(ctx context.Context, nc *nats.Conn, streams []string, workspa
 			return fmt.Errorf("follow %s: %w", name, err)
 		}
 		_, err := eventstore.FollowFrom(ctx, js, name, nil, from, func(rec eventstore.Record) {
-			ev := decodeTailed(name, rec)
+			ev, ok := decodeTailed(name, rec)
+			if !ok {
+				return
+			}
 			if workspace != "" && ev.WorkspaceID != workspace {
 				return
 			}
@@ -167,8 +170,13 @@ func (a *app) tail(ctx context.Context, nc *nats.Conn, streams []string, workspa
 
 // decodeTailed turns a stored record into what tail prints: its
 // protobuf decoded by the type header, or a PLATFORM event's envelope.
-func decodeTailed(stream string, rec eventstore.Record) tailedEvent {
-	ev := tailedEvent{
+// A record with no type outside PLATFORM is not an event (TESTRUNS'
+// queued totals and completion claims): ok is false, and tail skips it.
+func decodeTailed(stream string, rec eventstore.Record) (ev tailedEvent, ok bool) {
+	if rec.Type == "" && stream != events.PlatformStream {
+		return tailedEvent{}, false
+	}
+	ev = tailedEvent{
 		Stream: stream, Seq: rec.Seq, Subject: rec.Subject, Type: rec.Type, EventID: rec.EventID, WorkspaceID: rec.Workspace,
 		StoredAt: rec.Time.UTC().Format(time.RFC3339Nano),
 	}
@@ -178,13 +186,13 @@ func decodeTailed(stream string, rec eventstore.Record) tailedEvent {
 		}
 		if json.Valid(rec.Data) {
 			ev.Data = rec.Data
-			return ev
+			return ev, true
 		}
 	}
 	msg, err := events.Decode(ev.Type, rec.Data)
 	if err != nil {
 		ev.Data, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
-		return ev
+		return ev, true
 	}
 	if ev.WorkspaceID == "" {
 		ev.WorkspaceID = events.MetaOf(msg).GetWorkspaceId()
@@ -193,7 +201,7 @@ func decodeTailed(stream string, rec eventstore.Record) tailedEvent {
 	if err != nil {
 		ev.Data, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
 	}
-	return ev
+	return ev, true
 }
 
 func (a *app) printTailed(ev tailedEvent) {
