@@ -11,6 +11,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -58,10 +59,16 @@ func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string) err
 	caller := principal.Principal{WorkspaceID: workspaceID, UserID: QAActor}
 
 	for dup, into := range plan.Duplicates {
-		if !byID[dup].NeedsClustering {
+		if !byID[dup].NeedsClustering && !settledTwin(byID[dup]) {
 			continue
 		}
 		if _, err := a.Merge(ctx, principal.Caller{Principal: caller}, into, []string{dup}); err != nil {
+			if apperr.KindOf(err) == apperr.Conflict {
+				// Another QA worker merged it (or its target) since this
+				// pass read them: nothing to redeliver; a later pass sees
+				// what is left.
+				continue
+			}
 			return fmt.Errorf("merge duplicate %s into %s: %w", dup, into, err)
 		}
 	}
@@ -85,6 +92,35 @@ func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string) err
 		}
 	}
 	return nil
+}
+
+// settledTwin reports whether t, clustered already, is a ticket the QA
+// worker raised that nobody has touched since: two QA workers clustering
+// at once can each find no similar ticket for one of two exact duplicates
+// (neither has seen the other yet), and the pass that next sees both
+// merges the newer. A ticket a person raised, assigned, moved, commented
+// on or merged others into is left as it is.
+func settledTwin(t *ticketsv1.Ticket) bool {
+	if t.NeedsClustering || t.OwnerUserId != QAActor || t.Status != domain.StatusOpen || t.GetAssigneeUserId() != "" ||
+		len(t.ConversationIds) > 1 || len(t.TurnComments) > 0 {
+		return false
+	}
+	for _, c := range t.TicketComments {
+		if c.GetOwnerUserId() != QAActor {
+			return false
+		}
+	}
+	for _, c := range t.StatusChanges {
+		if c.GetChangedByUserId() != QAActor {
+			return false
+		}
+	}
+	for _, c := range t.PriorityChanges {
+		if c.GetChangedByUserId() != QAActor {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *App) activeTickets(ctx context.Context, ws, agentID string) ([]*ticketsv1.Ticket, error) {

@@ -8,7 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -104,6 +109,79 @@ func TestRulesClusterAnAgentsTickets(t *testing.T) {
 	c, e := got["conv_c"], got["conv_e"]
 	if clusterLabel(c) != domain.ClusterLabel(c.TicketId) || clusterLabel(e) != clusterLabel(c) {
 		t.Fatalf("the newcomer's group: labels %v and %v", c.Labels, e.Labels)
+	}
+}
+
+// Two QA workers clustering at once can each settle one of two exact
+// duplicates as having no similar ticket, neither having seen the other:
+// the next pass merges the newer into the older, unless a person has
+// touched it since.
+func TestASettledTwinIsMergedByTheNextPass(t *testing.T) {
+	f := newFixture(t)
+	older := f.report(t, "conv_a", "Caller asked about parking near the restaurant")
+	f.cluster(t)
+	twin := f.report(t, "conv_b", "Caller asked about parking near the restaurant")
+	touched := f.report(t, "conv_c", "Caller asked about parking near the restaurant")
+	for _, id := range []string{twin.TicketId, touched.TicketId} { // settled by the other worker, which saw neither
+		if _, err := f.app.Tickets.Update(context.Background(), "ws_a", id, "", func(tk *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+			tk.NeedsClustering = false
+			return &ticketsv1.TicketClustered{Meta: meta, Ticket: tk, DecidedBy: "rules"}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.app.AddComment(context.Background(), principal.Caller{Principal: f.qa}, touched.TicketId, app.CommentInput{Comment: "Looking into it."}); err != nil {
+		t.Fatal(err)
+	}
+	f.report(t, "conv_d", "Caller asked about something else entirely") // wakes a pass
+	got := f.cluster(t)
+	if b := got["conv_b"]; b.Status != domain.StatusMerged || b.GetMergedIntoTicketId() != older.TicketId {
+		t.Fatalf("the settled twin: %s, merged into %q (want %s)", b.Status, b.GetMergedIntoTicketId(), older.TicketId)
+	}
+	if c := got["conv_c"]; c.Status != domain.StatusOpen {
+		t.Fatalf("the twin a person commented on: %s, want it left open", c.Status)
+	}
+}
+
+// staleReadModel answers pages as they were when it was made: what a QA
+// worker's index holds before it hears of another worker's changes.
+type staleReadModel struct {
+	app.ReadModel
+	pages map[string][]*ticketsv1.Ticket // the first page of an agent's tickets, by status
+}
+
+func (s staleReadModel) Page(ctx context.Context, q app.Query) ([]*ticketsv1.Ticket, bool, error) {
+	if page, ok := s.pages[q.Filter.Status]; ok && q.After == nil {
+		return page, false, nil
+	}
+	return s.ReadModel.Page(ctx, q)
+}
+
+// A duplicate another QA worker merged since this pass read it is no
+// failure (the batch was redelivered, logged at WARN): the pass goes on.
+func TestADuplicateMergedMeanwhileIsNoFailure(t *testing.T) {
+	f := newFixture(t)
+	older := f.report(t, "conv_a", "Caller asked about parking near the restaurant")
+	dup := f.report(t, "conv_b", "Caller asked about parking near the restaurant")
+	stale := staleReadModel{ReadModel: f.app.ReadModel, pages: map[string][]*ticketsv1.Ticket{}}
+	for _, status := range domain.ActiveStatuses {
+		q := app.Query{WorkspaceID: "ws_a", Filter: app.Filter{AgentID: "agent_1", Status: status}, Limit: 100}
+		page, _, err := f.app.ReadModel.Page(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale.pages[status] = page
+	}
+	if err := f.app.ClusterAgent(context.Background(), "ws_a", "agent_1"); err != nil { // the other worker
+		t.Fatal(err)
+	}
+	f.app.ReadModel = stale
+	if err := f.app.ClusterAgent(context.Background(), "ws_a", "agent_1"); err != nil {
+		t.Fatalf("a pass on what it read before the other worker merged: %v", err)
+	}
+	f.app.ReadModel = stale.ReadModel
+	if got := f.cluster(t)["conv_b"]; got.Status != domain.StatusMerged || got.GetMergedIntoTicketId() != older.TicketId || got.TicketId != dup.TicketId {
+		t.Fatalf("the duplicate: %s into %q", got.Status, got.GetMergedIntoTicketId())
 	}
 }
 
