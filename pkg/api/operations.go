@@ -277,12 +277,13 @@ var (
 )
 
 // DeleteConversation deletes a recorded conversation for good: it leaves
-// every read model, and its transcript, sealed in the event streams under
-// a key of its own, becomes unreadable there as the key is destroyed. A
+// every read model, and its transcript and analysis, sealed in the event
+// streams under a key of its own, become unreadable there as the key is
+// destroyed. A
 // second delete, like another workspace's, is a 404, but for the keyed
 // request that deleted it sent again: its record keeps the command, so
 // that copy is answered as the first was.
-var DeleteConversation = op("tickets.delete_conversation", del, conversationsPath+"/{conversation_id}", "tickets", convaiWrite).doc("Delete a conversation: it leaves every listing and read model, and its transcript becomes unreadable in the event streams", ok, "", "Empty")
+var DeleteConversation = op("tickets.delete_conversation", del, conversationsPath+"/{conversation_id}", "tickets", convaiWrite).doc("Delete a conversation: it leaves every listing and read model, and its transcript and analysis become unreadable in the event streams", ok, "", "Empty")
 
 // CreateTestFromConversation is an extension of the public API: a
 // regression test from a production conversation, one the platform

@@ -3,11 +3,12 @@
 // conversation can make every copy in the append-only log unreadable by
 // destroying that one key (crypto-shredding).
 //
-// A conversation_ended event's data carries, instead of `transcript`, the
-// fields
+// A conversation_ended event's data carries, instead of `transcript` and
+// `analysis`, the fields
 //
 //	"transcript_sealed": base64(nonce || AES-256-GCM(transcript)),
 //	"transcript_turns":  the number of turns it holds,
+//	"analysis_sealed":   base64(nonce || AES-256-GCM(analysis)),
 //
 // the ciphertext bound to its workspace and conversation (it cannot be
 // moved to another). The data keys live in a Keys store (kvkeys keeps
@@ -32,11 +33,15 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
-// Data fields of a sealed conversation_ended event.
+// Data fields of a sealed conversation_ended event: its transcript and
+// its analysis (a summary of the transcript, the reasons of each verdict,
+// the data collected from the caller) each sealed in place.
 const (
-	FieldTranscript = "transcript"
-	FieldSealed     = "transcript_sealed"
-	FieldTurns      = "transcript_turns"
+	FieldTranscript     = "transcript"
+	FieldSealed         = "transcript_sealed"
+	FieldTurns          = "transcript_turns"
+	FieldAnalysis       = "analysis"
+	FieldAnalysisSealed = "analysis_sealed"
 )
 
 // KeySize is a data key's size: AES-256.
@@ -81,6 +86,9 @@ const (
 	KindTranscript = "transcript"
 	KindAnalysis   = "analysis"
 	KindLabelNote  = "label_note"
+	// KindReportedAnalysis is the analysis a call stack reported on
+	// conversation_ended (its JSON), sealed in FieldAnalysisSealed.
+	KindReportedAnalysis = "reported_analysis"
 )
 
 func aead(key []byte) (cipher.AEAD, error) {
@@ -159,11 +167,14 @@ func NewKey() ([]byte, error) {
 	return k, err
 }
 
-// SealData replaces the transcript of a conversation_ended event's data
-// (a JSON object) with its sealed form and its turn count, making the
-// conversation's key if it has none. Data without a transcript is
-// answered as it is. A deleted conversation's transcript is dropped:
-// what was deleted is not recorded again.
+// SealData replaces the transcript and the analysis of a
+// conversation_ended event's data with their sealed forms under the
+// conversation's key (made when it has none): the transcript by
+// FieldSealed and FieldTurns, the analysis by FieldAnalysisSealed (base64,
+// sealed as KindReportedAnalysis). A producer's own sealed fields are
+// dropped; without a conversation id to key them to, or once the
+// conversation was deleted (its key destroyed), neither is written at all.
+// Data with neither is returned as it came.
 func SealData(ctx context.Context, keys Keys, workspaceID string, data json.RawMessage) (json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(data, &fields) != nil {
@@ -171,22 +182,29 @@ func SealData(ctx context.Context, keys Keys, workspaceID string, data json.RawM
 	}
 	// Only this function writes the sealed fields: a producer's own
 	// are dropped.
-	_, forged := fields[FieldSealed]
-	_, forgedTurns := fields[FieldTurns]
-	delete(fields, FieldSealed)
-	delete(fields, FieldTurns)
-	transcript, ok := fields[FieldTranscript]
-	if !ok {
-		if forged || forgedTurns {
+	forged := false
+	for _, f := range []string{FieldSealed, FieldTurns, FieldAnalysisSealed} {
+		if _, ok := fields[f]; ok {
+			forged = true
+			delete(fields, f)
+		}
+	}
+	transcript, hasTranscript := fields[FieldTranscript]
+	analysis, hasAnalysis := fields[FieldAnalysis]
+	if !hasTranscript && !hasAnalysis {
+		if forged {
 			return json.Marshal(fields)
 		}
 		return data, nil
 	}
 	delete(fields, FieldTranscript)
+	delete(fields, FieldAnalysis)
+	hasTranscript = hasTranscript && string(transcript) != "null"
+	hasAnalysis = hasAnalysis && string(analysis) != "null"
 	var conversationID string
-	if json.Unmarshal(fields["conversation_id"], &conversationID) != nil || !ids.Valid(conversationID) || string(transcript) == "null" {
-		// No conversation to key it to, or nothing to keep: no
-		// reader keeps such a transcript, so it is not written.
+	if json.Unmarshal(fields["conversation_id"], &conversationID) != nil || !ids.Valid(conversationID) || !hasTranscript && !hasAnalysis {
+		// No conversation to key them to, or nothing to keep: no
+		// reader keeps them, so they are not written.
 		return json.Marshal(fields)
 	}
 	key, err := keys.Key(ctx, workspaceID, conversationID, true)
@@ -196,12 +214,25 @@ func SealData(ctx context.Context, keys Keys, workspaceID string, data json.RawM
 	case err != nil:
 		return nil, err
 	}
-	sealed, err := Seal(key, workspaceID, conversationID, transcript)
-	if err != nil {
-		return nil, err
+	if hasTranscript {
+		sealed, err := Seal(key, workspaceID, conversationID, transcript)
+		if err != nil {
+			return nil, err
+		}
+		fields[FieldSealed], _ = json.Marshal(sealed)
+		fields[FieldTurns], _ = json.Marshal(CountTurns(transcript))
 	}
-	fields[FieldSealed], _ = json.Marshal(sealed)
-	fields[FieldTurns], _ = json.Marshal(CountTurns(transcript))
+	if hasAnalysis {
+		a, err := aead(key)
+		if err != nil {
+			return nil, err
+		}
+		sealed, err := sealWith(a, analysis, ownerAs(KindReportedAnalysis, workspaceID, conversationID))
+		if err != nil {
+			return nil, err
+		}
+		fields[FieldAnalysisSealed], _ = json.Marshal(base64.StdEncoding.EncodeToString(sealed))
+	}
 	return json.Marshal(fields)
 }
 
@@ -344,10 +375,11 @@ func (m *MemoryKeys) Shred(_ context.Context, workspaceID, conversationID string
 }
 
 // WithoutSealed is an event's data (a JSON object) without its sealed
-// transcript, for copies that must not carry even the ciphertext (a
-// webhook delivery). Data without one is answered as it is.
+// transcript and analysis, for copies that must not carry even the
+// ciphertext (a webhook delivery). Data without either is answered as it
+// is.
 func WithoutSealed(data json.RawMessage) json.RawMessage {
-	if !bytes.Contains(data, []byte(`"`+FieldSealed+`"`)) {
+	if !bytes.Contains(data, []byte(`"`+FieldSealed+`"`)) && !bytes.Contains(data, []byte(`"`+FieldAnalysisSealed+`"`)) {
 		return data
 	}
 	var fields map[string]json.RawMessage
@@ -355,6 +387,7 @@ func WithoutSealed(data json.RawMessage) json.RawMessage {
 		return data
 	}
 	delete(fields, FieldSealed)
+	delete(fields, FieldAnalysisSealed)
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return data

@@ -136,6 +136,50 @@ func TestSealDataAndADestroyedKey(t *testing.T) {
 	if out, err := convseal.SealData(ctx, keys, "ws_1", plain); err != nil || string(out) != string(plain) {
 		t.Errorf("no transcript: %s, %v; want it unchanged", out, err)
 	}
+	forged = json.RawMessage(`{"conversation_id":"conv_2","analysis_sealed":"AAAA"}`)
+	if out, err := convseal.SealData(ctx, keys, "ws_1", forged); err != nil || string(out) != `{"conversation_id":"conv_2"}` {
+		t.Errorf("a producer's own sealed analysis: %s, %v; want it dropped", out, err)
+	}
+}
+
+// A conversation_ended's analysis (a summary of the transcript, reasons,
+// data collected from the caller) is sealed as the transcript is, with
+// or without one, opens only as what it is, and not once the conversation
+// was deleted; one handed over again then is not written.
+func TestSealDataSealsTheAnalysis(t *testing.T) {
+	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	analysis := `{"transcript_summary":"The caller gave card 4111","data_collection_results":{"card":{"value":"4111"}}}`
+	data := json.RawMessage(`{"conversation_id":"conv_1","analysis":` + analysis + `}`)
+	sealed, err := convseal.SealData(ctx, keys, "ws_1", data)
+	if err != nil || strings.Contains(string(sealed), "4111") || strings.Contains(string(sealed), `"analysis"`) {
+		t.Fatalf("sealed data %s, %v: the analysis is in the clear", sealed, err)
+	}
+	var fields struct {
+		Sealed []byte `json:"analysis_sealed"` // base64
+	}
+	if err := json.Unmarshal(sealed, &fields); err != nil || len(fields.Sealed) == 0 {
+		t.Fatalf("sealed data %s: %v", sealed, err)
+	}
+	got, err := convseal.OpenAs(ctx, keys, convseal.KindReportedAnalysis, "ws_1", "conv_1", fields.Sealed)
+	if err != nil || string(got) != analysis {
+		t.Fatalf("opened %s, %v", got, err)
+	}
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", fields.Sealed); !errors.Is(err, convseal.ErrTampered) {
+		t.Fatalf("opened as another kind: %v, want ErrTampered", err)
+	}
+	if out := convseal.WithoutSealed(sealed); strings.Contains(string(out), "analysis") {
+		t.Fatalf("a delivery's copy keeps the ciphertext: %s", out)
+	}
+	if err := keys.Shred(ctx, "ws_1", "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindReportedAnalysis, "ws_1", "conv_1", fields.Sealed); !errors.Is(err, convseal.ErrShredded) {
+		t.Fatalf("after the key's destruction: %v, want ErrShredded", err)
+	}
+	if again, err := convseal.SealData(ctx, keys, "ws_1", data); err != nil || strings.Contains(string(again), "analysis") {
+		t.Fatalf("handed over again after the delete: %s, %v; want no analysis written", again, err)
+	}
 }
 
 // What is sealed of a conversation beyond its transcript opens only as

@@ -172,7 +172,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys, d
 	}, adapters.TranscriptProjection(keys))
 	d.StartProjection(ctx, r.Coll, projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.ReportedDurable, FilterSubjects: adapters.TranscriptsFilter,
-	}, adapters.ReportedProjection(deleted))
+	}, adapters.ReportedProjection(keys, deleted))
 	return t, r
 }
 

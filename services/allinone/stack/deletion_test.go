@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,7 +180,10 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 		ingest(t, s, adminKey, "conversation_started", base, map[string]any{"conversation_id": conv, "agent_id": agent})
 		ingest(t, s, adminKey, "conversation_ended", base.Add(time.Minute), map[string]any{
 			"conversation_id": conv, "agent_id": agent, "call_successful": "failure",
-			"transcript": []map[string]any{{"role": "user", "message": line, "time_in_call_secs": 0}, {"role": "agent", "message": "noted", "time_in_call_secs": 2}}})
+			"transcript": []map[string]any{{"role": "user", "message": line, "time_in_call_secs": 0}, {"role": "agent", "message": "noted", "time_in_call_secs": 2}},
+			// The analysis says it again: a summary, a value collected.
+			"analysis": map[string]any{"transcript_summary": "The caller said: " + line,
+				"data_collection_results": map[string]any{"said": map[string]any{"data_collection_id": "said", "value": line, "rationale": "read out"}}}})
 	}
 	eventually(t, 10*time.Second, "both transcripts are kept", func() bool {
 		for _, conv := range []string{"conv_gone", "conv_kept"} {
@@ -195,9 +199,12 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 	}
 	tk := decodeTicket(t, call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"conv_gone","qa_comment":"leaked a document number"}`))
 	mc := (&testenv.Env{MongoURI: s.MongoURI}).Mongo(t)
-	if got := storeHolding(t, mc, "ZX-4471"); strings.Join(got, ",") != "voiceai_tickets.conversation_transcripts" {
-		t.Fatalf("before the delete the transcript is in %v, want the transcripts collection alone", got)
-	}
+	holders := "voiceai_tickets.conversation_reported_analyses,voiceai_tickets.conversation_transcripts"
+	eventually(t, 10*time.Second, "the transcript and the analysis are kept, and nothing else holds them", func() bool {
+		got := storeHolding(t, mc, "ZX-4471")
+		slices.Sort(got)
+		return strings.Join(got, ",") == holders
+	})
 
 	js := testenv.JetStreamAt(t, s.NATSURL)
 	secret, err := os.ReadFile(filepath.Join(dir, "secret.key"))

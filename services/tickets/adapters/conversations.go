@@ -37,9 +37,12 @@ type conversationEvent struct {
 	// Sealed is the transcript as the API writes it to the stream,
 	// sealed under the conversation's key (pkg/convseal), with its turn
 	// count; only a holder of the keys opens it (openSealed).
-	Sealed      sealedBytes `json:"transcript_sealed"`
-	SealedTurns *int        `json:"transcript_turns"`
-	analysis    analysis    // RawAnalysis, when in the public shape
+	Sealed sealedBytes `json:"transcript_sealed"`
+	// SealedAnalysis is the analysis sealed the same way (its plaintext
+	// the public shape, RawAnalysis once opened).
+	SealedAnalysis sealedBytes `json:"analysis_sealed"`
+	SealedTurns    *int        `json:"transcript_turns"`
+	analysis       analysis    // RawAnalysis, when in the public shape
 	// analysisParsed says RawAnalysis is in the public shape.
 	analysisParsed bool
 	deletedBy      app.Deleter     // a deletion's command, from its record's headers
@@ -121,11 +124,7 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	}
 	// An analysis of another shape (a producer on the bus) is dropped, not
 	// the event.
-	if len(ev.RawAnalysis) > 0 {
-		if ev.analysisParsed = json.Unmarshal(ev.RawAnalysis, &ev.analysis) == nil; !ev.analysisParsed {
-			ev.analysis = analysis{}
-		}
-	}
+	ev.setAnalysis(ev.RawAnalysis)
 	if !ids.Valid(ev.ConversationID) || (ev.AgentID != "" && !ids.Valid(ev.AgentID)) {
 		return ev, false
 	}
@@ -161,12 +160,27 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	return ev, true
 }
 
+// setAnalysis keeps raw as the event's analysis; one of another shape (a
+// producer on the bus) is dropped, not the event.
+func (ev *conversationEvent) setAnalysis(raw json.RawMessage) {
+	ev.RawAnalysis, ev.analysis, ev.analysisParsed = raw, analysis{}, false
+	if len(raw) > 0 {
+		if ev.analysisParsed = json.Unmarshal(raw, &ev.analysis) == nil; !ev.analysisParsed {
+			ev.analysis = analysis{}
+		}
+	}
+}
+
 // openSealed reads what the listing filters need (its words, the tools
 // it called) from a sealed transcript, with the conversation's key; the
 // transcript itself is not kept. Without keys, or once the key is
 // destroyed (a deleted conversation), it reads nothing.
 func (ev *conversationEvent) openSealed(ctx context.Context, keys convseal.Keys) {
-	if keys == nil || !ev.Sealed.set || ev.Transcript != nil {
+	if keys == nil {
+		return
+	}
+	ev.openAnalysis(ctx, keys)
+	if !ev.Sealed.set || ev.Transcript != nil {
 		return
 	}
 	turns, err := ev.Sealed.open(ctx, keys, ev.WorkspaceID, ev.ConversationID)
@@ -176,6 +190,20 @@ func (ev *conversationEvent) openSealed(ctx context.Context, keys convseal.Keys)
 	if n, shape := readTranscript(turns); n > 0 {
 		ev.turns, ev.shape = n, shape
 	}
+}
+
+// openAnalysis reads a sealed analysis with the conversation's key: an
+// error (the key destroyed, the bytes changed or another's) leaves none,
+// which is what ErrShredded's err says when it is one.
+func (ev *conversationEvent) openAnalysis(ctx context.Context, keys convseal.Keys) error {
+	if !ev.SealedAnalysis.set || ev.RawAnalysis != nil {
+		return nil
+	}
+	plain, err := convseal.OpenAs(ctx, keys, convseal.KindReportedAnalysis, ev.WorkspaceID, ev.ConversationID, ev.SealedAnalysis.b)
+	if err == nil {
+		ev.setAnalysis(plain)
+	}
+	return err
 }
 
 // open opens the sealed transcript once: it is decrypted in place, so its

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 )
@@ -61,23 +62,31 @@ func (r Reported) ForgetConversation(ctx context.Context, workspaceID, conversat
 	return err
 }
 
-// ReportedProjection projects conversation_ended's analysis: a later one
-// replaces it (one reporting none clears it, as the summary's filters
-// are cleared), and a deletion leaves a tombstone. An analysis travels in
-// the clear, so one of a conversation deleted already (deleted, the
-// conversation index's word: no lookup of its key) is not written again
-// by a projector still behind the deletion's record.
-func ReportedProjection(deleted func(workspaceID, conversationID string) bool) projection.Handler {
-	return func(_ context.Context, rec eventstore.Record) (string, any, error) {
+// ReportedProjection projects conversation_ended's analysis, opened with
+// the conversation's key when it came sealed: a later one replaces it (one
+// reporting none clears it, as the summary's filters are cleared), and a
+// deletion leaves a tombstone, as does a sealed analysis whose key was
+// destroyed. One that came in the clear (published before sealing, or
+// straight on the stream) of a conversation deleted already (deleted, the
+// conversation index's word) is not written again by a projector still
+// behind the deletion's record.
+func ReportedProjection(keys convseal.Keys, deleted func(workspaceID, conversationID string) bool) projection.Handler {
+	return func(ctx context.Context, rec eventstore.Record) (string, any, error) {
 		ev, ok := parseConversationEvent(rec)
 		if !ok || ev.Name == "conversation_started" {
 			return "", nil, nil
 		}
 		id := transcriptID(ev.WorkspaceID, ev.ConversationID)
+		gone := ReportedDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, Deleted: true}
 		if ev.Name == ConversationDeletedEvent {
-			return id, ReportedDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, Deleted: true}, nil
+			return id, gone, nil
 		}
-		if deleted(ev.WorkspaceID, ev.ConversationID) {
+		switch err := ev.openAnalysis(ctx, keys); {
+		case errors.Is(err, convseal.ErrShredded):
+			return id, gone, nil
+		case err != nil && !errors.Is(err, convseal.ErrTampered) && !errors.Is(err, convseal.ErrNoKey):
+			return "", nil, err // the key store did not answer: the record is redelivered
+		case !ev.SealedAnalysis.set && deleted(ev.WorkspaceID, ev.ConversationID):
 			return "", nil, nil
 		}
 		doc := ReportedDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID}

@@ -3,8 +3,11 @@ package adapters
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 )
 
 // The analysis conversation_ended reports is kept as it came, a later one
@@ -13,7 +16,8 @@ import (
 // written again; a start, or an analysis of another shape, keeps none.
 func TestReportedAnalysisProjection(t *testing.T) {
 	ctx := context.Background()
-	project := ReportedProjection(func(ws, conv string) bool { return ws == "ws1" && conv == "c2" })
+	keys := convseal.NewMemoryKeys()
+	project := ReportedProjection(keys, func(ws, conv string) bool { return ws == "ws1" && conv == "c2" })
 	at := time.Unix(1_800_000_000, 0)
 	analysis := map[string]any{
 		"evaluation_criteria_results": map[string]any{"resolved": map[string]any{"criteria_id": "resolved", "result": "success", "rationale": "It was."}},
@@ -47,5 +51,28 @@ func TestReportedAnalysisProjection(t *testing.T) {
 	}
 	if id, _ = doc("conversation_ended", map[string]any{"conversation_id": "c2", "analysis": analysis}); id != "" {
 		t.Fatalf("a deleted conversation's analysis, replayed: written to %q", id)
+	}
+
+	// Sealed at ingest: opened with the conversation's key; once the key
+	// is destroyed, a replay leaves a tombstone.
+	sealed, err := convseal.SealData(ctx, keys, "ws1", json.RawMessage(`{"conversation_id":"c3","analysis":`+string(want)+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(sealed), "forty-two") {
+		t.Fatalf("sealed data holds the analysis in the clear: %s", sealed)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(sealed, &data); err != nil {
+		t.Fatal(err)
+	}
+	if _, got = doc("conversation_ended", data); got.(ReportedDoc).Analysis != string(want) {
+		t.Fatalf("sealed: %+v, want the analysis opened", got)
+	}
+	if err := keys.Shred(ctx, "ws1", "c3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, got = doc("conversation_ended", data); !got.(ReportedDoc).Deleted {
+		t.Fatalf("sealed, its key destroyed: %+v, want a tombstone", got)
 	}
 }
