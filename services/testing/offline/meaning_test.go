@@ -81,6 +81,21 @@ func TestOfflineJudgeReadsMeaning(t *testing.T) {
 		{"nothing to decide by is unknown",
 			model.JudgeInput{Reply: agentTurn("anything")},
 			domain.ConditionUnknown, "no examples or condition to decide by", ""},
+		// The README's "Opening hours" test: a condition and examples.
+		// The condition decides; a reply that breaks it does not pass for
+		// being closer to the success example than to the failure one.
+		{"a condition broken fails whatever the examples say",
+			model.JudgeInput{Conditions: []string{"The agent states the opening hours nine to five"}, SuccessExamples: []string{"We are open nine to five every weekday."},
+				FailureExamples: []string{"I do not know."}, Reply: agentTurn("We are open ten to six every weekday.")},
+			domain.ConditionFailure, `does not meet the success condition "The agent states the opening hours nine to five"`, "Closest success example #1"},
+		{"a condition met passes",
+			model.JudgeInput{Conditions: []string{"The agent states the opening hours nine to five"}, SuccessExamples: []string{"We are open nine to five every weekday."},
+				FailureExamples: []string{"I do not know."}, Reply: agentTurn("Our opening hours are nine to five on weekdays.")},
+			domain.ConditionSuccess, "meets every success condition", ""},
+		{"what a condition leaves open, the examples decide",
+			model.JudgeInput{Conditions: []string{"The agent answers correctly."}, SuccessExamples: []string{"Your parcel is on its way."},
+				FailureExamples: []string{"I do not know."}, Reply: agentTurn("The package is on its way.")},
+			domain.ConditionSuccess, "closer in meaning to success example #1", `Condition "The agent answers correctly.": unknown`},
 	})
 }
 

@@ -411,14 +411,16 @@ func lowerSameWidth(s string) string {
 // it is a refusal only when every answer the agent gave the user was
 // one).
 //
-// With examples of both kinds, the reply passes when it is closer in
-// meaning (meaning.Similarity) to a success example than to every
-// failure example, and fails in the reverse case; with examples of one
-// kind only, they decide when the reply is at least half alike. Else
-// each success condition is decided (meaning.Decide): the verdict fails
-// when one is not met, is unknown when none fails and one cannot be
-// decided (saying what was found and missed), and passes when all are
-// met.
+// Each success condition is decided first (meaning.Decide): the verdict
+// fails when one is not met and passes when all are met, whatever the
+// examples say (a reply that contradicts the condition does not pass for
+// sharing words with a success example). The examples decide what the
+// conditions leave open (none fails and one cannot be decided), and a test
+// without conditions: with examples of both kinds, the reply passes when
+// it is closer in meaning (meaning.Similarity) to a success example than
+// to every failure example, and fails in the reverse case; with examples
+// of one kind only, they decide when the reply is at least half alike.
+// Else the verdict is unknown, saying what was found and missed.
 func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model.Usage, error) {
 	m, err := meaning.Default()
 	if err != nil {
@@ -429,10 +431,10 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 		return notCovered(in), model.Usage{Calls: 1}, nil
 	}
 	similar := func(example string) float64 { return m.Similarity(example, reply) }
-	v, decided := byExamples(in, similar, "similarity in meaning", "closer in meaning to", where)
-	switch {
-	case decided:
-	case len(in.Conditions) > 0:
+	examples, decided := byExamples(in, similar, "similarity in meaning", "closer in meaning to", where)
+	v := examples
+	if len(in.Conditions) > 0 {
+		v = model.Verdict{}
 		var failed, unknown string
 		for _, c := range in.Conditions {
 			d := m.Decide(c, reply)
@@ -449,12 +451,16 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 		switch {
 		case failed != "":
 			v.Result, v.Summary = domain.ConditionFailure, failed
+		case unknown != "" && decided: // what the conditions leave open, the examples decide
+			v.Result, v.Summary = examples.Result, examples.Summary+" The success conditions did not decide it."
 		case unknown != "":
 			v.Result, v.Summary = domain.ConditionUnknown, unknown
 		default:
 			v.Result, v.Summary = domain.ConditionSuccess, fmt.Sprintf("Offline judge: %s meets every success condition.", where)
 		}
-	case v.Summary == "":
+		v.Messages = append(v.Messages, examples.Messages...)
+	}
+	if v.Summary == "" {
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
 	return v, model.Usage{Calls: 1}, nil
