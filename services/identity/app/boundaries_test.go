@@ -325,3 +325,72 @@ func TestAWeakerKeyCannotChangeOrRevokeAStrongerOne(t *testing.T) {
 		t.Fatalf("a key renaming a key of its own strength: %v", err)
 	}
 }
+
+// A key that is not a workspace admin's passes its own restrictions on:
+// it cannot give a key rate limits (admins set those), lift an allow-list,
+// or make a key reaching more addresses or living longer than itself (a
+// key limited to one address for two minutes made itself a copy with
+// neither limit, and lifted its own).
+func TestAKeyPassesItsRestrictionsOn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	admin := principal.Caller{Principal: f.admin}
+	expires := f.clock.Add(2 * time.Minute).Unix()
+	perms := []string{"service_account_write", "convai_read"}
+	_, limited, err := f.app.CreateKey(ctx, admin, f.acct, app.KeySpec{Name: "limited", Permissions: perms,
+		AllowedIPs: []string{"127.0.0.1"}, ExpiresAtUnix: &expires, RateLimitPerMinute: ptr(int64(10))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a", UserID: f.acct, KeyID: limited.KeyId, Permissions: perms}}
+
+	_, _, err = f.app.CreateKey(ctx, self, f.acct, app.KeySpec{Name: "fast", Permissions: perms, RateLimitPerMinute: ptr(int64(1_000_000))})
+	wantKind(t, err, apperr.Forbidden, "a non-admin key giving rate limits")
+	for name, spec := range map[string]app.KeySpec{
+		"wider addresses": {Name: "wide", Permissions: perms, AllowedIPs: []string{"10.0.0.0/8"}},
+		"a later expiry":  {Name: "late", Permissions: perms, ExpiresAtUnix: ptr(expires + 3600)},
+	} {
+		if _, _, err := f.app.CreateKey(ctx, self, f.acct, spec); apperr.KindOf(err) != apperr.Invalid {
+			t.Errorf("a key made with %s: %v, want 422", name, err)
+		}
+	}
+	_, copied, err := f.app.CreateKey(ctx, self, f.acct, app.KeySpec{Name: "copy", Permissions: perms})
+	if err != nil || !slices.Equal(copied.AllowedIps, []string{"127.0.0.1/32"}) || copied.GetExpiresAtUnix() != expires {
+		t.Fatalf("a key made without limits: %+v %v; want the maker's allow-list and expiry", copied, err)
+	}
+
+	for name, patch := range map[string]app.KeyPatch{
+		"its allow-list lifted":  {ClearAllowedIPs: true},
+		"its rate limits raised": {RateLimitPerMinute: ptr(int64(1_000_000))},
+	} {
+		if _, err := f.app.UpdateKey(ctx, self, f.acct, limited.KeyId, patch); apperr.KindOf(err) != apperr.Forbidden {
+			t.Errorf("%s by itself: %v, want 403", name, err)
+		}
+	}
+	if _, err := f.app.UpdateKey(ctx, self, f.acct, limited.KeyId, app.KeyPatch{AllowedIPs: []string{"127.0.0.2"}}); apperr.KindOf(err) != apperr.Invalid {
+		t.Errorf("its allow-list moved elsewhere by itself: %v, want 422", err)
+	}
+	if _, err := f.app.UpdateKey(ctx, self, f.acct, copied.KeyId, app.KeyPatch{Name: ptr("copy-2")}); err != nil {
+		t.Errorf("a rename: %v", err)
+	}
+	// A workspace admin sets all of it.
+	if _, err := f.app.UpdateKey(ctx, admin, f.acct, limited.KeyId, app.KeyPatch{ClearAllowedIPs: true, RateLimitPerMinute: ptr(int64(50))}); err != nil {
+		t.Fatalf("the admin: %v", err)
+	}
+}
+
+// Inviting a person straight into the admin seat is the seat change that
+// needs workspace_write: a key that may only invite cannot; an admin can.
+func TestOnlyAnAdminSeatsAnAdmin(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	inviter := principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a", UserID: f.acct, KeyID: "key_inviter", Permissions: []string{"workspace_members_invite"}}}
+	_, err := f.app.AddUser(ctx, inviter, app.NewMember{Email: "boss@example.com", Role: app.RoleAdmin})
+	wantKind(t, err, apperr.Forbidden, "an inviting key seating an admin")
+	if _, err := f.app.AddUser(ctx, inviter, app.NewMember{Email: "boss@example.com"}); err != nil {
+		t.Fatalf("an inviting key adding a member: %v", err)
+	}
+	if _, err := f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, app.NewMember{Email: "chief@example.com", Role: app.RoleAdmin}); err != nil {
+		t.Fatalf("an admin seating an admin: %v", err)
+	}
+}

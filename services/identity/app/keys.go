@@ -42,6 +42,13 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Caller, accountID 
 	if err := a.checkSpec(&spec, caller.Principal); err != nil {
 		return "", nil, err
 	}
+	bounds, err := a.boundsOf(ctx, caller.Principal)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := bounds.limitsOnly(&spec); err != nil {
+		return "", nil, err
+	}
 	secret = domain.NewSecret()
 	keyID := ids.New("key")
 	if commandID != "" {
@@ -124,6 +131,76 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 	return nil
 }
 
+// narrowsOnly refuses a change by a caller that is not a workspace admin
+// that would loosen k: its rate limits (admins set those), lifting its
+// allow-list, or addresses outside its own or the caller's. (Its
+// permissions are checked against the caller's in applyPatch.)
+func (b *keyBounds) narrowsOnly(k *identityv1.ApiKey, p KeyPatch) error {
+	if b == nil {
+		return nil
+	}
+	if p.RateLimitPerMinute != nil || p.RateLimitPerHour != nil || (p.ClearAllowedIPs && len(k.GetAllowedIps()) > 0) {
+		return apperr.MissingPermission("workspace_write")
+	}
+	if p.AllowedIPs != nil {
+		ips, err := domain.NormalizeAllowedIPs(p.AllowedIPs)
+		if err == nil && (!domain.WithinAllowedIPs(ips, k.GetAllowedIps()) || !domain.WithinAllowedIPs(ips, b.AllowedIPs)) {
+			return apperr.ValidationErrors{{Loc: []any{"body", "allowed_ips"}, Msg: "Only a workspace admin widens a key's allow-list: " +
+				"these addresses must lie within the key's own and its editor's", Type: "value_error"}}
+		}
+	}
+	return nil
+}
+
+// keyBounds are the restrictions a caller that is not a workspace admin
+// passes on to the keys it makes or changes: its own key's IP allow-list
+// and expiry (a key's rate limits are set by admins alone). nil: the
+// caller is an admin, or no key (the platform itself), and passes none.
+type keyBounds struct {
+	AllowedIPs    []string
+	ExpiresAtUnix *int64
+}
+
+func (a *App) boundsOf(ctx context.Context, caller principal.Principal) (*keyBounds, error) {
+	if caller.IsAdmin() || caller.KeyID == "" {
+		return nil, nil
+	}
+	own, _, err := a.keys().Get(ctx, caller.WorkspaceID, caller.KeyID)
+	if err != nil {
+		return nil, err
+	}
+	return &keyBounds{AllowedIPs: own.GetAllowedIps(), ExpiresAtUnix: own.ExpiresAtUnix}, nil
+}
+
+// limitsOnly refuses what only a workspace admin may give a key: rate
+// limits, an allow-list wider than the caller's own, a later expiry (or
+// none where the caller's expires). A new key without an allow-list or
+// an expiry takes the caller's.
+func (b *keyBounds) limitsOnly(spec *KeySpec) error {
+	if b == nil {
+		return nil
+	}
+	if spec.RateLimitPerMinute != nil || spec.RateLimitPerHour != nil {
+		return apperr.MissingPermission("workspace_write")
+	}
+	if len(spec.AllowedIPs) == 0 {
+		spec.AllowedIPs = b.AllowedIPs
+	}
+	if !domain.WithinAllowedIPs(spec.AllowedIPs, b.AllowedIPs) {
+		return apperr.ValidationErrors{{Loc: []any{"body", "allowed_ips"}, Msg: "A key can only be given addresses within its maker's own allow-list (" +
+			strings.Join(b.AllowedIPs, ", ") + ") unless a workspace admin makes it", Type: "value_error"}}
+	}
+	if b.ExpiresAtUnix != nil {
+		if spec.ExpiresAtUnix == nil {
+			spec.ExpiresAtUnix = b.ExpiresAtUnix
+		}
+		if *spec.ExpiresAtUnix > *b.ExpiresAtUnix {
+			return apperr.ValidationErrors{{Loc: []any{"body", "expires_at_unix"}, Msg: "A key can only expire by its maker's own expiry unless a workspace admin makes it", Type: "value_error"}}
+		}
+	}
+	return nil
+}
+
 // MaxKeyLifetime bounds a key's expiry: an expiry past it is a mistake
 // (2^63-1 was accepted, then overflowed into "expired").
 const MaxKeyLifetime = 10 * 365 * 24 * time.Hour
@@ -164,9 +241,16 @@ type KeyPatch struct {
 // Idempotency-Key) a replay answers the first result, whatever its patch.
 func (a *App) UpdateKey(ctx context.Context, caller principal.Caller, accountID, keyID string, patch KeyPatch) (*identityv1.ApiKey, error) {
 	commandID := caller.CommandID
+	bounds, err := a.boundsOf(ctx, caller.Principal)
+	if err != nil {
+		return nil, err
+	}
 	k, err := a.keys().Update(ctx, caller.WorkspaceID, keyID, commandID, func(next *identityv1.ApiKey, meta *commonv1.EventMeta) (proto.Message, error) {
 		if next.GetServiceAccountUserId() != accountID {
 			return nil, apperr.APIKeyNotFound
+		}
+		if err := bounds.narrowsOnly(next, patch); err != nil {
+			return nil, err
 		}
 		changed, err := a.applyPatch(next, patch, caller.Principal)
 		if err != nil || len(changed) == 0 {

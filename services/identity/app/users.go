@@ -54,6 +54,11 @@ func (a *App) AddUser(ctx context.Context, caller principal.Caller, m NewMember)
 	if role == "" {
 		role = RoleMember
 	}
+	if role == RoleAdmin && caller.KeyID != "" && !caller.IsAdmin() {
+		// Seating an admin is the seat change POST /v1/workspace/members
+		// makes, which needs workspace_write: inviting one is no way round.
+		return nil, apperr.MissingPermission("workspace_write")
+	}
 	now := a.Now()
 	u := &identityv1.User{
 		UserId: userID, WorkspaceId: workspaceID, Email: normalized, FirstName: strings.TrimSpace(m.FirstName), Role: role,

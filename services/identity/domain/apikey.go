@@ -144,3 +144,33 @@ func ParseIPOrPrefix(s string) (netip.Prefix, error) {
 func KeyIsLive(k *identityv1.ApiKey) bool {
 	return k.RevokedAtUnix == nil && !k.IsDisabled
 }
+
+// WithinAllowedIPs reports whether every range of ips lies inside one of
+// bounds (stored forms, NormalizeAllowedIPs's): a key restricted to bounds
+// may give only narrower restrictions. An empty ips, no restriction at
+// all, lies within no bounds but none.
+func WithinAllowedIPs(ips, bounds []string) bool {
+	if len(bounds) == 0 {
+		return true
+	}
+	if len(ips) == 0 {
+		return false
+	}
+	for _, s := range ips {
+		p, err := ParseIPOrPrefix(s)
+		if err != nil {
+			return false
+		}
+		inside := false
+		for _, b := range bounds {
+			if bp, err := ParseIPOrPrefix(b); err == nil && bp.Bits() <= p.Bits() && bp.Contains(p.Addr()) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			return false
+		}
+	}
+	return true
+}
