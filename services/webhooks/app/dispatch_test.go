@@ -278,6 +278,20 @@ func TestFanoutPlatformEventsAsEnvelopes(t *testing.T) {
 	if env.Event != "call_ended" || env.Timestamp != wire.FormatTimestamp(at) || string(env.Data) != `{}` {
 		t.Fatalf("envelope %+v", env)
 	}
+
+	// A conversation_ended's sealed transcript and analysis are for the
+	// conversation's reader alone: a delivery (queued, logged, resent)
+	// carries neither, only the turn count.
+	d.hook(t, "ws_a", []string{"conversation_ended"}, nil)
+	e, ok = d.dispatch.PlatformFanout(ctx, "conversation_ended", []byte(`{"event":"conversation_ended","data":{"conversation_id":"c1",`+
+		`"transcript_sealed":"AAAA","transcript_turns":2,"analysis_sealed":"BBBB"}}`), app.Stored{WorkspaceID: "ws_a", EventID: "evt_2", At: at})
+	if !ok {
+		t.Fatal("a conversation_ended is not fanned out")
+	}
+	body, err := e.Body()
+	if err != nil || !strings.Contains(string(body), `"transcript_turns":2`) || strings.Contains(string(body), "sealed") {
+		t.Fatalf("a conversation_ended's delivery: %s %v", body, err)
+	}
 }
 
 // Every ticket event reaches webhooks as the public event it is, with
