@@ -221,7 +221,7 @@ func (g judgeGate) check(ctx context.Context, c *client, inv invocation) ([]stri
 	seen := map[key]string{}
 	var order []key
 	for _, r := range inv.TestRuns {
-		if r.Status != "passed" && r.Status != "failed" {
+		if r.Status != "passed" && r.Status != "failed" || r.TestInfo.Type == "tool" { // a tool test's calls are checked, not judged
 			continue
 		}
 		k := key{r.ModelUsage.Model, r.TestID}

@@ -174,6 +174,9 @@ type testRun struct {
 	ModelUsage      struct {
 		Model string `json:"model"`
 	} `json:"model_usage"`
+	TestInfo struct {
+		Type string `json:"type"` // llm, tool or simulation
+	} `json:"test_info"`
 }
 
 // counts of an invocation's runs by status.

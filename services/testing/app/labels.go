@@ -134,11 +134,17 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 	}
 	res := lr.result
 	now := a.Now()
+	judgeProvider, judgeModel := res.GetUsage().GetProvider(), res.GetUsage().GetModel()
+	if lr.test.GetTestType() == domain.TypeTool {
+		// Its calls are checked against its expectation, not judged: the
+		// label measures no judge model, and the report counts it for none.
+		judgeProvider, judgeModel = "", ""
+	}
 	label := &testingv1.RunLabel{
 		LabelId: ids.New("rlbl"), WorkspaceId: c.WorkspaceID, InvocationId: invocationID, RunId: runID,
 		TestId: lr.test.GetTestId(), TestName: lr.test.GetTestName(), TestType: lr.test.GetTestType(),
 		Attempt: res.GetAttempt(), ResultSeq: lr.seq, RunStatus: res.GetStatus(), JudgedResult: res.GetConditionResult(),
-		JudgeProvider: res.GetUsage().GetProvider(), JudgeModel: res.GetUsage().GetModel(), JudgeVotes: res.GetJudgeVotes(),
+		JudgeProvider: judgeProvider, JudgeModel: judgeModel, JudgeVotes: res.GetJudgeVotes(),
 		VerdictCorrect: in.VerdictCorrect != nil && *in.VerdictCorrect, Criteria: criteria, Note: in.Note,
 		ReviewerUserId: c.UserID, ReviewerEmail: c.Email, ReviewerName: c.Name, ReviewerKeyId: c.KeyID,
 		LabelledAtUnixMs: now.UnixMilli(),

@@ -208,3 +208,26 @@ func TestANewAttemptsVerdictIsReviewedAgain(t *testing.T) {
 		t.Fatalf("the run's labels: %v %v; want both attempts'", all, err)
 	}
 }
+
+// A tool test's run is checked by its calls, not judged: its label names
+// no judge model, and the report counts it for none (it credited the
+// model that played the agent with a tool checker's verdict).
+func TestAToolTestsLabelCountsForNoJudge(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	tool, err := w.a.CreateTest(ctx, w.c, []byte(`{"type":"tool","name":"Books a table","tool_call_parameters":{"referenced_tool":{"id":"book","type":"client"},"parameters":[]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.test = tool.GetTestId()
+	inv := w.run(1).GetInvocationId()
+	w.judged(inv, 0, domain.RunFailed, domain.ConditionFailure)
+	label, err := w.a.LabelRun(ctx, w.c, inv, domain.RunID(inv, 0), app.LabelInput{VerdictCorrect: yes()})
+	if err != nil || label.GetJudgeModel() != "" || label.GetTestType() != domain.TypeTool {
+		t.Fatalf("label %v %v, want no judge model", label, err)
+	}
+	rows, total, err := w.a.JudgeReport(ctx, app.ReportQuery{WorkspaceID: "ws"})
+	if err != nil || total != 0 {
+		t.Fatalf("report: %+v, %d labels counted, %v", rows, total, err)
+	}
+}

@@ -237,7 +237,7 @@ func (a *App) CompareJudges(ctx context.Context, q ReportQuery, models []string)
 		}
 		judged := l.GetJudgedResult()
 		if (q.TestID != "" && l.GetTestId() != q.TestID) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix ||
-			(judged != domain.ConditionSuccess && judged != domain.ConditionFailure) {
+			(judged != domain.ConditionSuccess && judged != domain.ConditionFailure) || !judgedByAModel(l) {
 			return nil
 		}
 		key := l.GetInvocationId() + "/" + l.GetRunId()

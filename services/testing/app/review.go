@@ -279,6 +279,14 @@ type JudgeFigures struct {
 
 type judgeKey struct{ provider, model, test, agent string }
 
+// judgedByAModel reports whether a label's verdict was a judge model's:
+// a tool test's calls are checked against its expectation, so its label
+// measures no judge (labels made before this was kept name the model
+// that played the agent).
+func judgedByAModel(l *testingv1.RunLabel) bool {
+	return l.GetTestType() != domain.TypeTool && l.GetJudgeModel() != ""
+}
+
 // JudgeReport is, for each judge model, on every test together and on
 // each test: the labels, the agreement with them and Cohen's κ, the
 // true-pass, true-fail and false-pass rates (each run's current label
@@ -316,7 +324,7 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 			return err
 		}
 		if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || (q.TestID != "" && l.GetTestId() != q.TestID) ||
-			l.GetLabelledAtUnixMs()/1000 < q.SinceUnix {
+			l.GetLabelledAtUnixMs()/1000 < q.SinceUnix || !judgedByAModel(l) {
 			return nil
 		}
 		total++
