@@ -124,7 +124,10 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 	conds := Conditions(def)
 	criteria, err := criterionLabels(in.Criteria, func(id string) (*testingv1.CriterionLabel, string) {
 		idx, ok := criterionIndex(id, len(conds))
-		if !ok {
+		switch {
+		case !ok && len(conds) == 0:
+			return nil, "The run's test has no success conditions: label its verdict alone"
+		case !ok:
 			return nil, fmt.Sprintf("The run's test has %d success condition(s): criteria are %s … %s", len(conds), CriterionID(0), CriterionID(len(conds)-1))
 		}
 		return &testingv1.CriterionLabel{Text: conds[idx]}, ""

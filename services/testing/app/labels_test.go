@@ -230,4 +230,9 @@ func TestAToolTestsLabelCountsForNoJudge(t *testing.T) {
 	if err != nil || total != 0 {
 		t.Fatalf("report: %+v, %d labels counted, %v", rows, total, err)
 	}
+	// It has no success conditions to label one by one, and says so.
+	_, err = w.a.LabelRun(ctx, w.c, inv, domain.RunID(inv, 0), app.LabelInput{VerdictCorrect: yes(), Criteria: []app.CriterionLabelInput{{ID: "condition_0", Correct: yes()}}})
+	if v, ok := err.(apperr.ValidationErrors); !ok || v[0].Msg != "The run's test has no success conditions: label its verdict alone" {
+		t.Fatalf("a criterion of a test without conditions: %v", err)
+	}
 }
