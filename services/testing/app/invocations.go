@@ -304,6 +304,10 @@ func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID str
 	if in.AgentConfigOverride != nil {
 		cfg = in.AgentConfigOverride.ConversationConfig
 	}
+	priorPassed, priorFailed, err := a.priorOutcomes(ctx, cur, in.TestRunIDs)
+	if err != nil {
+		return nil, err
+	}
 	return a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
 		if inv.Status == domain.InvocationRunning {
 			return nil, apperr.InvocationRunning
@@ -318,6 +322,7 @@ func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID str
 		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
 			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: in.TestRunIDs, AtUnix: a.Now().Unix(),
 			ByUserEmail: c.Email, AgentConfigJson: cfg, BranchId: deref(in.BranchID),
+			PriorPassed: priorPassed, PriorFailed: priorFailed, PriorKnown: true,
 		})
 		inv.JobsTotal += int64(len(in.TestRunIDs))
 		// Passed and failed counts stay those of the last completion until
@@ -388,4 +393,57 @@ func RunsRound(inv *testingv1.Invocation, attempt int32) bool {
 // resubmission has started a newer round since.
 func KeepsResult(inv *testingv1.Invocation, attempt int32) bool {
 	return NewestAttempt(inv) == attempt
+}
+
+// priorLookups is how many resubmitted runs are read one by one; more are
+// read in one pass over the invocation's results.
+const priorLookups = 1000
+
+// priorOutcomes counts how the runs ids (of inv, which is not running)
+// last ended: passed and failed. The listing shows a resubmission's
+// other runs as the last completion left them, so it takes these out.
+func (a *App) priorOutcomes(ctx context.Context, inv *testingv1.Invocation, ids []string) (passed, failed int64, err error) {
+	count := func(r *testingv1.RunResult) {
+		switch r.GetStatus() {
+		case domain.RunPassed:
+			passed++
+		case domain.RunFailed:
+			failed++
+		}
+	}
+	if len(ids) <= priorLookups {
+		for _, id := range ids {
+			subject, err := events.RunSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), id)
+			if err != nil {
+				return 0, 0, err
+			}
+			rec, found, err := a.Runs.Last(ctx, subject)
+			if err != nil {
+				return 0, 0, err
+			}
+			if !found {
+				continue // no result: cancelled before it had one
+			}
+			r, err := runOf(esproto.Decode(rec))
+			if err != nil {
+				return 0, 0, err
+			}
+			count(r)
+		}
+		return passed, failed, nil
+	}
+	total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
+	only := domain.NewBitset(total)
+	for _, id := range ids {
+		if idx, err := domain.RunIndex(inv.GetInvocationId(), id); err == nil && idx < total {
+			only.Set(idx)
+		}
+	}
+	_, err = a.EachRun(ctx, inv, false, only, func(_ int, _ string, res *testingv1.RunResult, _ string) error {
+		if res != nil {
+			count(res)
+		}
+		return nil
+	})
+	return passed, failed, err
 }

@@ -246,11 +246,18 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 					return nil, nil, false, err
 				}
 			}
-			done, _, err := a.Counts(ctx, d.ID, d.Attempt)
+			done, donePassed, err := a.Counts(ctx, d.ID, d.Attempt)
 			if err != nil {
 				return nil, nil, false, err
 			}
 			resubmitted := max(d.AttemptRuns-done, 0)
+			if d.PriorKnown {
+				// The others as the last completion left them (its counts
+				// less the resubmitted runs' outcomes then), and those of
+				// the resubmitted runs done again so far.
+				passed = max(passed-d.PriorPassed, 0) + donePassed
+				failed = max(failed-d.PriorFailed, 0) + max(done-donePassed, 0)
+			}
 			passed = min(passed, runs-resubmitted)
 			failed = min(failed, max(runs-resubmitted-passed, 0))
 			if d.Status == domain.InvocationRunning {

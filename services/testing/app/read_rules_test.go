@@ -265,3 +265,35 @@ func TestTheMainBranchFilterSelectsInvocationsThatNamedNone(t *testing.T) {
 		}
 	}
 }
+
+// While a resubmission runs, the listing shows its runs pending and the
+// others as the last completion left them: resubmitting two passed runs
+// of 2 passed and 2 failed lists 0 passed, 2 failed, 2 pending (it
+// listed the passes twice: 2 passed, 0 failed); done again, they count
+// as they now ended.
+func TestAResubmissionInProgressIsListedExactly(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	id := w.ranEarlier(4, passEven).GetInvocationId() // runs 0 and 2 passed
+	w.complete(id)
+	if _, err := w.a.Resubmit(ctx, w.c, id, app.ResubmitInput{TestRunIDs: []string{domain.RunID(id, 0), domain.RunID(id, 2)}, AgentID: agentID}); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() [4]int64 {
+		t.Helper()
+		page, _, _, err := w.a.ListInvocations(ctx, app.InvocationFilter{WorkspaceID: "ws", Limit: 10})
+		if err != nil || len(page) != 1 {
+			t.Fatalf("listing: %d rows, %v", len(page), err)
+		}
+		p := page[0]
+		return [4]int64{p.Passed, p.Failed, p.Pending, p.Cancelled}
+	}
+	if got := listed(); got != [4]int64{0, 2, 2, 0} {
+		t.Fatalf("while the resubmitted runs wait: passed, failed, pending, cancelled %v, want [0 2 2 0]", got)
+	}
+	w.enqueueLast(id)
+	w.workRun(id, 0, func(int) string { return domain.RunFailed })
+	if got := listed(); got != [4]int64{0, 3, 1, 0} {
+		t.Fatalf("one resubmitted run failed this time: %v, want [0 3 1 0]", got)
+	}
+}

@@ -89,6 +89,11 @@ type InvocationSummary struct {
 	// The newest attempt (1, then one per resubmission) and its runs.
 	Attempt     int32 `bson:"attempt"`
 	AttemptRuns int64 `bson:"attempt_runs"`
+	// How the newest resubmission's runs last ended (PriorKnown: kept
+	// since resubmissions record it).
+	PriorPassed int64 `bson:"prior_passed,omitempty"`
+	PriorFailed int64 `bson:"prior_failed,omitempty"`
+	PriorKnown  bool  `bson:"prior_known,omitempty"`
 	// Load marks a load test: it has no runs, and its counts are its
 	// steps' (Runs its steps, passed and failed those that met and broke
 	// its budget so far).
@@ -253,7 +258,9 @@ func SummaryOf(inv *testingv1.Invocation) InvocationSummary {
 	s.Runs = int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
 	s.AttemptRuns, s.PassedCount, s.FailedCount = s.Runs, inv.GetPassedCount(), inv.GetFailedCount()
 	if rs := inv.GetResubmissions(); len(rs) > 0 {
-		s.Attempt, s.AttemptRuns = rs[len(rs)-1].GetAttempt(), int64(len(rs[len(rs)-1].GetRunIds()))
+		last := rs[len(rs)-1]
+		s.Attempt, s.AttemptRuns = last.GetAttempt(), int64(len(last.GetRunIds()))
+		s.PriorPassed, s.PriorFailed, s.PriorKnown = last.GetPriorPassed(), last.GetPriorFailed(), last.GetPriorKnown()
 	}
 	s.TestIDs = make([]string, 0, len(inv.GetTests()))
 	seen := make(map[string]bool, len(inv.GetTests()))

@@ -473,8 +473,14 @@ type Resubmission struct {
 	// invocation's (a new override), else empty.
 	AgentConfigJson []byte `protobuf:"bytes,5,opt,name=agent_config_json,json=agentConfigJson,proto3" json:"agent_config_json,omitempty"`
 	BranchId        string `protobuf:"bytes,6,opt,name=branch_id,json=branchId,proto3" json:"branch_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How the resubmitted runs last ended, when prior_known: the listing
+	// shows the invocation's other runs as its last completion left them
+	// while these run again.
+	PriorPassed   int64 `protobuf:"varint,7,opt,name=prior_passed,json=priorPassed,proto3" json:"prior_passed,omitempty"`
+	PriorFailed   int64 `protobuf:"varint,8,opt,name=prior_failed,json=priorFailed,proto3" json:"prior_failed,omitempty"`
+	PriorKnown    bool  `protobuf:"varint,9,opt,name=prior_known,json=priorKnown,proto3" json:"prior_known,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resubmission) Reset() {
@@ -547,6 +553,27 @@ func (x *Resubmission) GetBranchId() string {
 		return x.BranchId
 	}
 	return ""
+}
+
+func (x *Resubmission) GetPriorPassed() int64 {
+	if x != nil {
+		return x.PriorPassed
+	}
+	return 0
+}
+
+func (x *Resubmission) GetPriorFailed() int64 {
+	if x != nil {
+		return x.PriorFailed
+	}
+	return 0
+}
+
+func (x *Resubmission) GetPriorKnown() bool {
+	if x != nil {
+		return x.PriorKnown
+	}
+	return false
 }
 
 // Invocation is a request to run tests on an agent, repeat_count times
@@ -2962,14 +2989,18 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x0ftest_stream_seq\x18\x04 \x01(\x04R\rtestStreamSeq\x12(\n" +
 	"\x10workflow_node_id\x18\x05 \x01(\tR\x0eworkflowNodeId\x12$\n" +
 	"\x0eroot_folder_id\x18\x06 \x01(\tR\frootFolderId\x12(\n" +
-	"\x10root_folder_name\x18\a \x01(\tR\x0erootFolderName\"\xc7\x01\n" +
+	"\x10root_folder_name\x18\a \x01(\tR\x0erootFolderName\"\xae\x02\n" +
 	"\fResubmission\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x17\n" +
 	"\arun_ids\x18\x02 \x03(\tR\x06runIds\x12\x17\n" +
 	"\aat_unix\x18\x03 \x01(\x03R\x06atUnix\x12\"\n" +
 	"\rby_user_email\x18\x04 \x01(\tR\vbyUserEmail\x12*\n" +
 	"\x11agent_config_json\x18\x05 \x01(\fR\x0fagentConfigJson\x12\x1b\n" +
-	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\xc9\b\n" +
+	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\x12!\n" +
+	"\fprior_passed\x18\a \x01(\x03R\vpriorPassed\x12!\n" +
+	"\fprior_failed\x18\b \x01(\x03R\vpriorFailed\x12\x1f\n" +
+	"\vprior_known\x18\t \x01(\bR\n" +
+	"priorKnown\"\xc9\b\n" +
 	"\n" +
 	"Invocation\x12#\n" +
 	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12!\n" +
