@@ -381,6 +381,8 @@ func (e *Executor) checkParams(ctx context.Context, m Model, tp *domain.ToolExpe
 			if !present {
 				ok = false
 				msgs = append(msgs, fmt.Sprintf("Parameter %s: missing.", path))
+			} else {
+				msgs = append(msgs, fmt.Sprintf("Parameter %s: present (any value).", path))
 			}
 		case "exact":
 			if !present || got != deref(p.Eval.ExpectedValue) {
@@ -394,6 +396,8 @@ func (e *Executor) checkParams(ctx context.Context, m Model, tp *domain.ToolExpe
 			if err != nil || !present || !re.MatchString(got) {
 				ok = false
 				msgs = append(msgs, fmt.Sprintf("Parameter %s: %q does not match /%s/.", path, got, deref(p.Eval.Pattern)))
+			} else {
+				msgs = append(msgs, fmt.Sprintf("Parameter %s: %q matches /%s/.", path, got, deref(p.Eval.Pattern)))
 			}
 		case "llm":
 			if !present {

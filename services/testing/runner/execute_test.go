@@ -449,6 +449,8 @@ func TestExecuteToolTests(t *testing.T) {
 		{"exact tool and parameters pass (offline agent)",
 			toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, ""), offline.Model{},
 			domain.RunPassed, `The agent called book_table with matching parameters {"date":"friday","guests":4}.`, `Parameter guests: "4" matches exactly.`},
+		{"a parameter matched by a pattern says so", toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, ""),
+			replies(book(`{"date":"friday","guests":4}`)), domain.RunPassed, "matching parameters", `Parameter date: "friday" matches /^fri/.`},
 		{"exact string parameter", toolTest(`{"path":"date","eval":{"type":"exact","expected_value":"friday"}}`, ""),
 			replies(book(`{"date":"friday"}`)), domain.RunPassed, "matching parameters", `Parameter date: "friday" matches exactly.`},
 		{"wrong parameter value fails", toolTest(exactGuests, ""), replies(book(`{"guests":5}`)),
