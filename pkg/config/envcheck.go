@@ -17,6 +17,20 @@ import (
 // parsing library names the Go field, which an operator never sees).
 func checkValues(t reflect.Type) error {
 	var errs []error
+	eachVariable(t, func(key string, f reflect.StructField) {
+		if v, set := os.LookupEnv(key); set && v != "" {
+			if want := badValue(f.Type, v); want != "" {
+				errs = append(errs, fmt.Errorf("%s %q: want %s", key, v, want))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// eachVariable calls fn once with each environment variable a
+// configuration of type t reads (its fields' env tags, those of nested
+// structs included) and the field that reads it first.
+func eachVariable(t reflect.Type, fn func(key string, f reflect.StructField)) {
 	seen := map[string]bool{}
 	var walk func(reflect.Type)
 	walk = func(t reflect.Type) {
@@ -28,18 +42,13 @@ func checkValues(t reflect.Type) error {
 				}
 				continue
 			}
-			v, set := os.LookupEnv(key)
-			if !set || v == "" || seen[key] {
-				continue
-			}
-			seen[key] = true
-			if want := badValue(f.Type, v); want != "" {
-				errs = append(errs, fmt.Errorf("%s %q: want %s", key, v, want))
+			if !seen[key] {
+				seen[key] = true
+				fn(key, f)
 			}
 		}
 	}
 	walk(t)
-	return errors.Join(errs...)
 }
 
 // badValue says what v should be for a field of type t, or "" when it
@@ -112,22 +121,7 @@ func validHostname(h string) bool {
 // reads, sorted.
 func VariablesOf[T any]() []string {
 	var out []string
-	var walk func(reflect.Type)
-	walk = func(t reflect.Type) {
-		for f := range t.Fields() {
-			key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-			if key == "" || key == "-" {
-				if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[time.Time]() {
-					walk(f.Type)
-				}
-				continue
-			}
-			if !slices.Contains(out, key) {
-				out = append(out, key)
-			}
-		}
-	}
-	walk(reflect.TypeFor[T]())
+	eachVariable(reflect.TypeFor[T](), func(key string, _ reflect.StructField) { out = append(out, key) })
 	slices.Sort(out)
 	return out
 }
