@@ -192,9 +192,9 @@ func (ev *conversationEvent) openSealed(ctx context.Context, keys convseal.Keys)
 	}
 }
 
-// openAnalysis reads a sealed analysis with the conversation's key: an
-// error (the key destroyed, the bytes changed or another's) leaves none,
-// which is what ErrShredded's err says when it is one.
+// openAnalysis reads a sealed analysis with the conversation's key. When
+// it cannot (the key destroyed: ErrShredded; the bytes changed or
+// another's), the event has none, and the error says why.
 func (ev *conversationEvent) openAnalysis(ctx context.Context, keys convseal.Keys) error {
 	if !ev.SealedAnalysis.set || ev.RawAnalysis != nil {
 		return nil
