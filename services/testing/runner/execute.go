@@ -347,12 +347,17 @@ func (e *Executor) checkTools(ctx context.Context, m Model, def domain.TestInput
 		return fail("Expected exactly one tool call; the agent made %d (%s).", len(reply.Calls), names), nil
 	}
 	var msgs []string
-	for _, c := range matching {
+	for i, c := range matching {
 		ok, why, err := e.checkParams(ctx, m, tp, c, usage)
 		if err != nil {
 			return Verdict{}, err
 		}
-		msgs = append(msgs, why...)
+		for _, w := range why {
+			if len(matching) > 1 { // say which call each check was of
+				w = fmt.Sprintf("Call %d of %d (%s): %s", i+1, len(matching), c.Name, w)
+			}
+			msgs = append(msgs, w)
+		}
 		if ok {
 			return Verdict{Result: domain.ConditionSuccess, Messages: msgs,
 				Summary: fmt.Sprintf("The agent called %s with matching parameters %s.", c.Name, c.Arguments)}, nil

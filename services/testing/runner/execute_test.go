@@ -491,7 +491,8 @@ func TestExecuteToolTests(t *testing.T) {
 			domain.RunFailed, "Expected exactly one tool call; the agent made 2 (book_table, end_call).", ""},
 		{"two calls pass with check_any_tool_matches", anyMatch(toolTest(exactGuests, "")),
 			replies(Call{Name: "end_call", Arguments: `{}`}, book(`{"guests":3}`), book(`{"guests":4}`)),
-			domain.RunPassed, "matching parameters {\"guests\":4}", `Parameter guests: got "3", expected exactly "4".`},
+			domain.RunPassed, "matching parameters {\"guests\":4}", `Call 1 of 2 (book_table): Parameter guests: got "3", expected exactly "4".
+Call 2 of 2 (book_table): Parameter guests: "4" matches exactly.`},
 		{"check_any_tool_matches with no matching call fails", anyMatch(toolTest(exactGuests, "")),
 			replies(book(`{"guests":3}`), book(`{"guests":5}`)),
 			domain.RunFailed, "parameters do not match", `got "5"`},
