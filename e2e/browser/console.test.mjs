@@ -697,8 +697,17 @@ test('agents and API keys: list, detail, create a key (secret once), revoke it',
   await page.getByLabel('Service account', {exact: true}).selectOption({label: 'console-ci'});
   await page.getByLabel('Key name').fill('reader');
   await page.getByLabel('convai_read', {exact: true}).check();
+  // Restrictions an admin gives it: where from, until when, how often.
+  await page.getByLabel('Allowed IPs').fill('127.0.0.1, 10.0.0.0/8');
+  await page.getByLabel('Expires').fill('2030-01-01T12:00');
+  await page.getByLabel('Requests per minute').fill('50');
   await page.getByRole('button', {name: 'Create key'}).click();
   const secret = (await page.locator('.secret').textContent()).trim();
+  const made = (await api('GET', '/v1/service-accounts'))['service-accounts']
+    .flatMap((a) => a['api-keys']).find((k) => k.name === 'reader');
+  assert.deepEqual([made.allowed_ips, made.rate_limit_per_minute, made.rate_limit_per_hour], [['127.0.0.1/32', '10.0.0.0/8'], 50, null]);
+  assert.equal(new Date(made.expires_at_unix * 1000).getFullYear(), 2030);
+  await page.getByRole('row').filter({hasText: 'reader'}).getByText('from 127.0.0.1/32, 10.0.0.0/8 · 50/min').waitFor();
   // The new key works, and is shown nowhere else.
   const res = await fetch(base + '/v1/convai/agents', {headers: {'x-api-key': secret}});
   assert.equal(res.status, 200);

@@ -21,14 +21,25 @@ start(async (main) => {
     replace(box, accounts.map((acc) => h('section', {class: 'card', 'aria-label': 'Service account ' + acc.name},
       h('h2', {}, acc.name, h('span', {class: 'muted'}, ' · ' + acc.service_account_user_id)),
       acc['api-keys'].length ? h('table', {class: 'cards'},
-        h('thead', {}, h('tr', {}, ['Key', 'Permissions', 'State', 'Created', ''].map((c) => h('th', {scope: 'col'}, c)))),
+        h('thead', {}, h('tr', {}, ['Key', 'Permissions', 'State', 'Limits', 'Created', ''].map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, acc['api-keys'].map((k) => h('tr', {},
           h('td', {'data-label': 'Key'}, k.name, h('div', {class: 'muted'}, `${k.key_id} · …${k.hint}`)),
           h('td', {'data-label': 'Permissions'}, Array.isArray(k.permissions) ? k.permissions.join(', ') : String(k.permissions)),
           h('td', {'data-label': 'State'}, k.is_disabled ? 'disabled' : 'active', k.expires_at_unix ? ` · expires ${when(k.expires_at_unix)}` : ''),
+          h('td', {'data-label': 'Limits'}, limits(k)),
           h('td', {'data-label': 'Created'}, when(k.created_at_unix)),
           h('td', {}, can('identity.revoke_key') && k.key_id !== session.key_id ? revokeButton(acc, k) : null)))))
         : h('p', {class: 'muted'}, 'No key.'))));
+  }
+
+  // limits says where a key may be used from and how often: what an
+  // admin set, else the defaults.
+  function limits(k) {
+    const parts = [];
+    if (k.allowed_ips?.length) parts.push('from ' + k.allowed_ips.join(', '));
+    if (k.rate_limit_per_minute) parts.push(`${k.rate_limit_per_minute}/min`);
+    if (k.rate_limit_per_hour) parts.push(`${k.rate_limit_per_hour}/h`);
+    return parts.length ? parts.join(' · ') : 'defaults';
   }
 
   function revokeButton(acc, k) {
@@ -48,20 +59,37 @@ start(async (main) => {
     const account = select({name: 'account', required: true}, accounts.map((a) => [a.service_account_user_id, a.name]));
     const name = h('input', {type: 'text', name: 'name', required: true, maxlength: 200});
     const boxes = held.map((p) => h('input', {type: 'checkbox', name: 'permissions', value: p, id: 'perm-' + p}));
+    // Restrictions: where it may be used from, until when, how often. The
+    // rate limits are a workspace admin's to set (the API refuses others).
+    const ips = h('input', {type: 'text', name: 'allowed_ips', placeholder: '203.0.113.7, 10.0.0.0/8'});
+    const expires = h('input', {type: 'datetime-local', name: 'expires_at'});
+    const admin = session.permissions.includes('all') || session.permissions.includes('workspace_write');
+    const perMinute = h('input', {type: 'number', name: 'rate_limit_per_minute', min: 1, max: 1000000});
+    const perHour = h('input', {type: 'number', name: 'rate_limit_per_hour', min: 1, max: 1000000});
     const keyForm = h('form', {class: 'card', 'aria-labelledby': 'newkey-h'}, h('h2', {id: 'newkey-h'}, 'New API key'),
       h('div', {class: 'row'}, field('Service account', account), field('Key name', name)),
       h('fieldset', {}, h('legend', {}, 'Permissions'), h('div', {class: 'filters'},
         held.map((p, i) => h('div', {}, boxes[i], ' ', h('label', {for: boxes[i].id}, p))))),
+      h('div', {class: 'row'}, field('Allowed IPs', ips, 'Addresses or ranges, comma-separated; empty: any'),
+        field('Expires', expires, 'Empty: never'),
+        admin ? field('Requests per minute', perMinute, 'Empty: the default') : null,
+        admin ? field('Requests per hour', perHour, 'Empty: the default') : null),
       h('button', {type: 'submit'}, 'Create key'));
     onSubmit(keyForm, async () => {
       const permissions = checked(boxes);
       if (!permissions.length) return say(msg, 'Choose at least one permission.', true);
+      const body = {name: name.value, permissions};
+      const allowed = ips.value.split(',').map((s) => s.trim()).filter(Boolean);
+      if (allowed.length) body.allowed_ips = allowed;
+      if (expires.value) body.expires_at_unix = Math.floor(new Date(expires.value).getTime() / 1000);
+      if (perMinute.value) body.rate_limit_per_minute = Number(perMinute.value);
+      if (perHour.value) body.rate_limit_per_hour = Number(perHour.value);
       try {
-        const k = await post('/v1/service-accounts/' + enc(account.value) + '/api-keys', {name: name.value, permissions});
+        const k = await post('/v1/service-accounts/' + enc(account.value) + '/api-keys', body);
         replace(secretBox, h('section', {class: 'card', role: 'status', 'aria-labelledby': 'keysecret-h'},
           h('h2', {id: 'keysecret-h'}, 'New key ' + name.value),
           h('p', {}, 'Copy it now: it is shown this once.'), h('p', {class: 'secret'}, k['xi-api-key'])));
-        name.value = '';
+        name.value = ips.value = expires.value = perMinute.value = perHour.value = '';
         say(msg, 'Key created.');
         await load();
       } catch (e) { say(msg, e.message, true); }
