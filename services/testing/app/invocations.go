@@ -413,22 +413,11 @@ func (a *App) priorOutcomes(ctx context.Context, inv *testingv1.Invocation, ids 
 	}
 	if len(ids) <= priorLookups {
 		for _, id := range ids {
-			subject, err := events.RunSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), id)
+			r, err := a.lastRunResult(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), id)
 			if err != nil {
 				return 0, 0, err
 			}
-			rec, found, err := a.Runs.Last(ctx, subject)
-			if err != nil {
-				return 0, 0, err
-			}
-			if !found {
-				continue // no result: cancelled before it had one
-			}
-			r, err := runOf(esproto.Decode(rec))
-			if err != nil {
-				return 0, 0, err
-			}
-			count(r)
+			count(r) // nil (no result: cancelled before it had one) counts for neither
 		}
 		return passed, failed, nil
 	}
@@ -446,4 +435,18 @@ func (a *App) priorOutcomes(ctx context.Context, inv *testingv1.Invocation, ids 
 		return nil
 	})
 	return passed, failed, err
+}
+
+// lastRunResult is the newest result of a run, of whichever attempt, or
+// nil when it has none.
+func (a *App) lastRunResult(ctx context.Context, ws, invocationID, runID string) (*testingv1.RunResult, error) {
+	subject, err := events.RunSubject(ws, invocationID, runID)
+	if err != nil {
+		return nil, err
+	}
+	rec, found, err := a.Runs.Last(ctx, subject)
+	if err != nil || !found {
+		return nil, err
+	}
+	return runOf(esproto.Decode(rec))
 }

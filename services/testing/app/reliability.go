@@ -3,9 +3,6 @@ package app
 import (
 	"context"
 
-	events "github.com/voiceai-platform/voiceai/proto-events"
-
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -54,20 +51,12 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 			}
 			for r := 0; r < repeat && budget > 0; r++ {
 				budget--
-				subject, err := events.RunSubject(ws, s.ID, domain.RunID(s.ID, i*repeat+r))
+				run, err := a.lastRunResult(ctx, ws, s.ID, domain.RunID(s.ID, i*repeat+r))
 				if err != nil {
 					return domain.Reliability{}, nil, err
 				}
-				rec, found, err := a.Runs.Last(ctx, subject)
-				if err != nil {
-					return domain.Reliability{}, nil, err
-				}
-				if !found {
+				if run == nil {
 					continue
-				}
-				run, err := runOf(esproto.Decode(rec))
-				if err != nil {
-					return domain.Reliability{}, nil, err
 				}
 				switch run.GetStatus() {
 				case domain.RunPassed:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // members is what spec 2.4 lists inside one of a message's objects, or
@@ -98,7 +100,7 @@ func (m *members) complete(v json.RawMessage) json.RawMessage {
 		if !changed {
 			return v
 		}
-		return marshalAsGiven(items)
+		return domain.TranscriptJSON(items)
 	}
 	if m.hasAll(v) {
 		return v
@@ -120,7 +122,7 @@ func (m *members) complete(v json.RawMessage) json.RawMessage {
 	if !changed {
 		return v
 	}
-	return marshalAsGiven(obj) // keys sorted, as the message's own
+	return domain.TranscriptJSON(obj) // keys sorted, as the message's own
 }
 
 // hasAll is the quick answer for a flat object (no nested members) that
@@ -136,14 +138,4 @@ func (m *members) hasAll(v json.RawMessage) bool {
 		}
 	}
 	return true
-}
-
-// marshalAsGiven encodes v leaving its strings as they came (no HTML
-// escaping of <, > and &, which the message's other fields keep).
-func marshalAsGiven(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
